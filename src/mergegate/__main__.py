@@ -1,0 +1,3 @@
+from mergegate.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,122 @@
+"""The property catalog: ``<catalog>/<id>.yaml`` plus ``claimed.yaml``.
+
+Loaded from a trusted revision (the base), never from the patch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from mergegate import globs, yamlio
+from mergegate.errors import ConfigError
+
+CLAIMED_FILE = "claimed.yaml"
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+_KEYS = ("id", "oracle", "claim", "canary", "quarantine_eligible", "fixtures", "max_examples", "covers")
+
+
+@dataclass(frozen=True)
+class Property:
+    """One catalog entry."""
+
+    id: str
+    oracle_file: str
+    oracle_function: str
+    claim: str
+    canary: bool = False
+    quarantine_eligible: bool = False
+    fixtures: tuple[str, ...] = ()
+    max_examples: int = 100
+    covers: tuple[str, ...] = ()
+    source: str = ""  # the catalog file this entry came from
+
+    @property
+    def oracle(self) -> str:
+        return f"{self.oracle_file}::{self.oracle_function}"
+
+    def uses_fixture(self, path: str) -> bool:
+        return globs.matches(path, self.fixtures)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    properties: tuple[Property, ...]
+    claimed: tuple[str, ...]
+
+    def by_id(self) -> dict[str, Property]:
+        return {p.id: p for p in self.properties}
+
+
+def parse_entry(text: str | bytes, source: str) -> Property:
+    """Validate one ``<id>.yaml``."""
+    doc = yamlio.load(text, source)
+    raw = yamlio.check_keys(doc, (), doc.data, _KEYS, required=("id", "oracle", "claim"))
+    pid = yamlio.expect(doc, ("id",), raw["id"], str, "a property id")
+    if not _ID.fullmatch(pid):
+        raise doc.error(("id",), f"bad property id {pid!r}", "use letters, digits, '.', '_' and '-'")
+    oracle = yamlio.expect(doc, ("oracle",), raw["oracle"], str, "path/to/file.py::test_function")
+    file_, sep, func = oracle.rpartition("::")
+    if not sep or not file_.endswith(".py") or not func.isidentifier():
+        raise doc.error(("oracle",), f"bad oracle {oracle!r}", "write oracle: path/to/file.py::test_function")
+    claim = yamlio.expect(doc, ("claim",), raw["claim"], str, "a one-line claim")
+    flags = {}
+    for key in ("canary", "quarantine_eligible"):
+        if key in raw:
+            flags[key] = yamlio.expect(doc, (key,), raw[key], bool, "true or false")
+    max_examples = raw.get("max_examples", 100)
+    yamlio.expect(doc, ("max_examples",), max_examples, int, "a positive whole number")
+    if max_examples <= 0:
+        raise doc.error(("max_examples",), "max_examples must be positive", "write e.g. 100")
+    return Property(
+        id=pid,
+        oracle_file=file_,
+        oracle_function=func,
+        claim=claim,
+        fixtures=yamlio.str_list(doc, ("fixtures",), raw.get("fixtures") or []),
+        max_examples=max_examples,
+        covers=yamlio.str_list(doc, ("covers",), raw.get("covers") or []),
+        source=source,
+        **flags,
+    )
+
+
+def parse_claimed(text: str | bytes, source: str) -> tuple[str, ...]:
+    doc = yamlio.load(text, source)
+    raw = yamlio.check_keys(doc, (), doc.data or {}, ("claimed",))
+    return yamlio.str_list(doc, ("claimed",), raw.get("claimed") or [])
+
+
+def build(files: Mapping[str, bytes], catalog_dir: str) -> Catalog:
+    """A catalog from ``{path: bytes}`` of the files under ``catalog_dir``."""
+    props: list[Property] = []
+    claimed: tuple[str, ...] | None = None
+    claimed_path = f"{catalog_dir}/{CLAIMED_FILE}"
+    for path in sorted(files):
+        if path == claimed_path:
+            claimed = parse_claimed(files[path], path)
+        elif path.endswith((".yaml", ".yml")):
+            props.append(parse_entry(files[path], path))
+    seen: dict[str, str] = {}
+    for prop in props:
+        if prop.id in seen:
+            raise ConfigError(prop.source, 1, f"property id {prop.id!r} also in {seen[prop.id]}", "give each property its own id")
+        seen[prop.id] = prop.source
+    if claimed is None:
+        claimed = tuple(p.id for p in props)
+    for pid in claimed:
+        if pid not in seen:
+            raise ConfigError(claimed_path, None, f"claimed id {pid!r} has no catalog entry", f"add {catalog_dir}/{pid}.yaml or drop the claim")
+    return Catalog(tuple(props), claimed)
+
+
+def load_at(rev: str | None, catalog_dir: str, cwd: str | None = None) -> Catalog:
+    """The catalog at a revision (None: the index in use), read from git blobs."""
+    from mergegate import gitio
+
+    entries = gitio.ls_index(cwd) if rev is None else gitio.ls_tree(rev, cwd)
+    prefix = catalog_dir.rstrip("/") + "/"
+    mine = [e for e in entries if e.path.startswith(prefix) and not e.is_submodule]
+    blobs = dict(gitio.read_blobs((e.sha for e in mine), cwd))
+    return build({e.path: blobs[e.sha] for e in mine}, catalog_dir.rstrip("/"))

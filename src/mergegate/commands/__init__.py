@@ -1,0 +1,1 @@
+"""One module per ``gate`` command: ``configure(parser)`` and ``run(args) -> int``."""

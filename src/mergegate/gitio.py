@@ -1,0 +1,285 @@
+"""All git access, in one module.
+
+Rules: ``-z`` everywhere, ``--no-renames`` on every diff (a rename is a delete
+plus an add, so it counts on both sides), batched object reads through one
+``cat-file --batch`` process, and the caller's environment passed through so
+``GIT_INDEX_FILE`` (``git commit -a``, ``git commit <paths>``) and a
+pre-receive quarantine (``GIT_OBJECT_DIRECTORY`` ...) are honoured.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mergegate.errors import InternalError, UsageError
+
+SYMLINK_MODE = "120000"
+GITLINK_MODE = "160000"
+
+
+class GitFailed(InternalError):
+    """A git command failed where it should not have."""
+
+
+def run(
+    args: Sequence[str],
+    cwd: str | Path | None = None,
+    stdin: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git`` with ``args``; on failure raise GitFailed with git's own words."""
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, input=stdin, capture_output=True,
+            env=None if env is None else dict(env), check=False,
+        )
+    except FileNotFoundError:
+        raise UsageError("git is not installed or not on PATH", "install git") from None
+    if check and proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise GitFailed(f"git {' '.join(args[:3])} failed: {err[-1] if err else proc.returncode}")
+    return proc
+
+
+def out(args: Sequence[str], cwd: str | Path | None = None, stdin: bytes | None = None) -> bytes:
+    return run(args, cwd, stdin).stdout
+
+
+def zsplit(data: bytes) -> list[str]:
+    """Split NUL-terminated output into str paths (undecodable bytes survive the round trip)."""
+    parts = data.split(b"\0")
+    if parts and parts[-1] == b"":
+        parts.pop()
+    return [os.fsdecode(p) for p in parts]
+
+
+# ---------------------------------------------------------------- repository
+
+def toplevel(cwd: str | Path | None = None) -> Path:
+    """The work tree root; a non-git directory is a usage error."""
+    proc = run(["rev-parse", "--show-toplevel"], cwd, check=False)
+    if proc.returncode != 0:
+        where = os.path.abspath(cwd or os.getcwd())
+        raise UsageError(f"{where}: not a git repository", "run inside a git work tree, or `git init`")
+    return Path(os.fsdecode(proc.stdout.rstrip(b"\n")))
+
+
+def git_path(name: str, cwd: str | Path | None = None) -> Path:
+    """``git rev-parse --git-path``: where hooks, caches and locks live (worktree-aware)."""
+    raw = os.fsdecode(out(["rev-parse", "--git-path", name], cwd).rstrip(b"\n"))
+    path = Path(raw)
+    return path if path.is_absolute() else Path(cwd or os.getcwd()) / path
+
+
+def resolve(rev: str, cwd: str | Path | None = None) -> str | None:
+    """The object id of ``rev`` peeled to a commit, or None if it does not exist."""
+    proc = run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], cwd, check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def must_resolve(rev: str, cwd: str | Path | None = None) -> str:
+    sha = resolve(rev, cwd)
+    if sha is None:
+        raise UsageError(f"revision {rev!r} does not exist", "pass a branch, tag or commit id; `git log` lists them")
+    return sha
+
+
+def empty_tree(cwd: str | Path | None = None) -> str:
+    """The empty tree's id in this repository's hash (SHA-1 or SHA-256)."""
+    return out(["hash-object", "-t", "tree", "--stdin"], cwd, b"").decode().strip()
+
+
+def head(cwd: str | Path | None = None) -> str | None:
+    """HEAD's commit, or None before the first commit."""
+    return resolve("HEAD", cwd)
+
+
+def merge_base(a: str, b: str, cwd: str | Path | None = None) -> str:
+    proc = run(["merge-base", a, b], cwd, check=False)
+    if proc.returncode != 0:
+        raise UsageError(f"{a} and {b} have no common ancestor", "pass revisions from one history")
+    return proc.stdout.decode().strip()
+
+
+# ---------------------------------------------------------------- diffs
+
+@dataclass(frozen=True)
+class Change:
+    """One line of ``git diff --raw --no-renames``."""
+
+    old_mode: str
+    new_mode: str
+    old_sha: str
+    new_sha: str
+    status: str  # A, D, M, T, U
+    path: str
+
+    @property
+    def modes(self) -> tuple[str, str]:
+        return self.old_mode, self.new_mode
+
+
+def parse_raw(data: bytes) -> list[Change]:
+    """Parse ``--raw -z --no-renames`` output."""
+    fields = data.split(b"\0")
+    changes: list[Change] = []
+    i = 0
+    while i + 1 < len(fields):
+        head_ = fields[i]
+        if not head_.startswith(b":"):
+            i += 1  # a commit id line from diff-tree --stdin, or trailing noise
+            continue
+        old_mode, new_mode, old_sha, new_sha, status = head_[1:].decode().split(" ")
+        changes.append(Change(old_mode, new_mode, old_sha, new_sha, status[:1], os.fsdecode(fields[i + 1])))
+        i += 2
+    return changes
+
+
+def staged_changes(cwd: str | Path | None = None) -> list[Change]:
+    """What the commit being made changes: the index git is about to commit against HEAD."""
+    base = head(cwd) or empty_tree(cwd)
+    return parse_raw(out(["diff-index", "--cached", "--raw", "-z", "--no-renames", "--no-ext-diff", base], cwd))
+
+
+def tree_changes(old: str, new: str, cwd: str | Path | None = None) -> list[Change]:
+    """Changes between two trees or commits (recursive, no rename detection)."""
+    return parse_raw(out(["diff-tree", "-r", "--raw", "-z", "--no-renames", "--no-ext-diff", old, new], cwd))
+
+
+def diff_bytes(old: str, new: str, cwd: str | Path | None = None) -> bytes:
+    """The patch text between two revisions, as `git apply` reads it (binary-safe)."""
+    return out(["diff", "--no-ext-diff", "--no-renames", "--binary", "--no-color", old, new, "--"], cwd)
+
+
+# ---------------------------------------------------------------- trees, index, blobs
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of a tree or of the index."""
+
+    mode: str
+    sha: str
+    path: str
+
+    @property
+    def is_symlink(self) -> bool:
+        return self.mode == SYMLINK_MODE
+
+    @property
+    def is_submodule(self) -> bool:
+        return self.mode == GITLINK_MODE
+
+
+def ls_tree(rev: str, cwd: str | Path | None = None) -> list[Entry]:
+    """Every file of ``rev`` (recursive, full tree)."""
+    entries = []
+    for record in zsplit(out(["ls-tree", "-r", "-z", "--full-tree", rev], cwd)):
+        meta, path = record.split("\t", 1)
+        mode, _type, sha = meta.split(" ")
+        entries.append(Entry(mode, sha, path))
+    return entries
+
+
+def ls_index(cwd: str | Path | None = None) -> list[Entry]:
+    """Every file of the index in use (``GIT_INDEX_FILE`` honoured); stage 0 only."""
+    entries = []
+    for record in zsplit(out(["ls-files", "--stage", "-z"], cwd)):
+        meta, path = record.split("\t", 1)
+        mode, sha, stage = meta.split(" ")
+        if stage == "0":
+            entries.append(Entry(mode, sha, path))
+    return entries
+
+
+def worktree_modified(cwd: str | Path | None = None) -> list[str]:
+    """Paths whose work tree file differs from the index (stat-based, cheap)."""
+    return zsplit(out(["diff-files", "--name-only", "-z", "--no-ext-diff"], cwd))
+
+
+def read_blobs(shas: Iterable[str], cwd: str | Path | None = None) -> Iterator[tuple[str, bytes]]:
+    """Stream ``(sha, content)`` for many blobs through one ``cat-file --batch``."""
+    wanted = list(dict.fromkeys(shas))
+    if not wanted:
+        return
+    proc = subprocess.Popen(
+        ["git", "cat-file", "--batch"], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        # Feeding all ids up front can deadlock once both pipes fill; a writer thread avoids it.
+        import threading
+
+        def feed() -> None:
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write(b"".join(s.encode() + b"\n" for s in wanted))
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        for sha in wanted:
+            header = proc.stdout.readline().split()
+            if len(header) != 3:
+                raise GitFailed(f"git cat-file: object {sha} is missing")
+            size = int(header[2])
+            data = proc.stdout.read(size)
+            proc.stdout.read(1)
+            yield sha, data
+        writer.join()
+    finally:
+        proc.stdout.close()
+        proc.wait()
+
+
+def read_blob(sha: str, cwd: str | Path | None = None) -> bytes:
+    return out(["cat-file", "blob", sha], cwd)
+
+
+def file_at(rev: str | None, path: str, cwd: str | Path | None = None) -> bytes | None:
+    """A file's bytes at ``rev`` (None: the index in use); None when it is not there."""
+    if rev is None:
+        entries = {e.path: e for e in _ls_index_paths([path], cwd)}
+    else:
+        entries = {e.path: e for e in _ls_tree_paths(rev, [path], cwd)}
+    entry = entries.get(path)
+    if entry is None or entry.is_submodule:
+        return None
+    return read_blob(entry.sha, cwd)
+
+
+def _ls_tree_paths(rev: str, paths: Sequence[str], cwd: str | Path | None) -> list[Entry]:
+    records = zsplit(out(["ls-tree", "-z", "--full-tree", rev, "--", *paths], cwd))
+    result = []
+    for record in records:
+        meta, path = record.split("\t", 1)
+        mode, _type, sha = meta.split(" ")
+        result.append(Entry(mode, sha, path))
+    return result
+
+
+def _ls_index_paths(paths: Sequence[str], cwd: str | Path | None) -> list[Entry]:
+    records = zsplit(out(["ls-files", "--stage", "-z", "--full-name", "--", *(":(literal,top)" + p for p in paths)], cwd))
+    result = []
+    for record in records:
+        meta, path = record.split("\t", 1)
+        mode, sha, stage = meta.split(" ")
+        if stage == "0":
+            result.append(Entry(mode, sha, path))
+    return result
+
+
+def author_email(cwd: str | Path | None = None) -> str:
+    """The author of the commit being made (``GIT_AUTHOR_*`` and config honoured)."""
+    proc = run(["var", "GIT_AUTHOR_IDENT"], cwd, check=False)
+    ident = proc.stdout.decode(errors="replace")
+    if "<" in ident and ">" in ident:
+        return ident[ident.index("<") + 1 : ident.index(">")]
+    return ""

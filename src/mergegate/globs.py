@@ -1,0 +1,76 @@
+"""Path globs as gate.yaml writes them.
+
+``*`` and ``?`` stay inside one path segment, ``**`` spans any number of
+segments, ``[...]`` is a character class.  A pattern without a ``/`` matches a
+file name at any depth (as in ``.gitignore``): ``conftest.py`` guards every
+conftest the runner could pick up, not only the one at the root.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+
+@lru_cache(maxsize=512)
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """Translate one glob to an anchored regular expression."""
+    anchored = "/" in pattern.rstrip("/")
+    pattern = pattern.strip("/")
+    if pattern.endswith("/**") or pattern == "**":
+        body = _translate(pattern)
+    else:  # a directory pattern also covers everything below it
+        body = _translate(pattern) + "(?:/.*)?"
+    prefix = "" if anchored else "(?:.*/)?"
+    return re.compile(prefix + body + r"\Z", re.DOTALL)
+
+
+def _translate(pattern: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == n:
+            out.append("(?:/.*)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            j = pattern.find("]", i + 2)
+            if j == -1:
+                out.append(re.escape(c))
+                i += 1
+            else:
+                body = pattern[i + 1 : j].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = j + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+def matches(path: str, patterns: Iterable[str]) -> bool:
+    """True when ``path`` (repository-relative, ``/``-separated) matches any pattern."""
+    return any(compile_glob(p).match(path) for p in patterns)
+
+
+def is_valid(pattern: str) -> bool:
+    try:
+        compile_glob(pattern)
+    except re.error:
+        return False
+    return bool(pattern.strip("/"))

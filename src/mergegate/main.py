@@ -1,0 +1,108 @@
+"""The ``gate`` command line: parsing and dispatch only.
+
+Each command lives in ``mergegate.commands.<name>`` with ``configure(parser)``
+and ``run(args) -> int``.  Only the chosen command's module is imported, so the
+hook path never pays for rich, hypothesis, docker or httpx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from mergegate import __version__
+from mergegate.errors import EXIT_INTERNAL, EXIT_USAGE, GateError
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("mergegate.commands.init", "scaffold gate.yaml, the oracle tree, manifest and ledger"),
+    "split": ("mergegate.commands.split", "classify a diff's paths; JSON per path class"),
+    "manifest": ("mergegate.commands.manifest", "sign or verify oracles/MANIFEST.sha256"),
+    "digest": ("mergegate.commands.digest", "print the fixture digest of a directory (seed 000)"),
+    "install": ("mergegate.commands.install", "install the checks as plain git hooks"),
+    "hook": ("mergegate.commands.hook", "run one client-side hook (used by pre-commit)"),
+    "pre-receive": ("mergegate.commands.pre_receive", "server-side hook: judge every pushed commit"),
+    "freeze": ("mergegate.commands.freeze", "list, lint, expire, open or propose freezes"),
+    "verdict": ("mergegate.commands.verdict", "apply freezes to runs and combine (seed 000)"),
+    "admit": ("mergegate.commands.admit", "admission judge for a patch file (seed 002)"),
+    "decide": ("mergegate.commands.decide", "parent/patch differential decision (seed 003)"),
+    "score": ("mergegate.commands.score", "merge scorecard of a patch (seed 004)"),
+    "run": ("mergegate.commands.run", "run the property catalog at a revision"),
+    "merge-runs": ("mergegate.commands.merge_runs", "merge sharded run files"),
+    "diff": ("mergegate.commands.diff", "differential run of base and head"),
+    "check": ("mergegate.commands.check", "the whole pipeline: verdict and evidence"),
+    "demo": ("mergegate.commands.demo", "run the bundled example scenarios"),
+    "draft-props": ("mergegate.commands.draft_props", "draft candidate properties in the sandbox"),
+    "queue": ("mergegate.commands.queue", "list, show, accept or reject drafted candidates"),
+    "sandbox": ("mergegate.commands.sandbox", "build or check the drafter's container image"),
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gate",
+        description="mergegate: decide whether an agent-written patch may merge.",
+        epilog="Exit codes: 0 pass, 1 the gate said no, 2 usage or configuration error, 3 internal error.",
+    )
+    parser.add_argument("--version", action="version", version=f"mergegate {__version__}")
+    parser.add_argument("-C", dest="chdir", metavar="DIR", help="run as if started in DIR (like git -C)")
+    return parser
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg == "-C":
+            skip = True
+            continue
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = _chosen(argv)
+    module = None
+    for name, (module_name, help_text) in COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.configure(cmd)
+    args = parser.parse_args(argv)
+    if module is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.chdir:
+            os.chdir(args.chdir)
+        code: int = module.run(args)
+        return code
+    except GateError as exc:
+        print(f"gate {args.command}: {exc.render()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"gate {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_INTERNAL
+    except OSError as exc:
+        print(f"gate {args.command}: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return EXIT_INTERNAL
+    except Exception:  # fail closed: an unexpected error is never a pass
+        traceback.print_exc()
+        print(f"gate {args.command}: internal error (exit 3, nothing was passed)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

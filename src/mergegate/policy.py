@@ -1,0 +1,324 @@
+"""``gate.yaml``: schema, defaults, validation, and the pure path classifier."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from mergegate import globs, yamlio
+from mergegate.errors import ConfigError
+
+POLICY_FILE = "gate.yaml"
+
+PRODUCTION, ORACLE, FIXTURE, CATALOG = "production", "oracle", "fixture", "catalog"
+MANIFEST, LEDGER, POLICY, OTHER = "manifest", "ledger", "policy", "other"
+CLASSES = (PRODUCTION, ORACLE, FIXTURE, CATALOG, MANIFEST, LEDGER, POLICY, OTHER)
+GUARDED = frozenset({ORACLE, FIXTURE, CATALOG, MANIFEST, LEDGER, POLICY})
+# Everything the manifest signs: guarded, but not the manifest itself nor the ledger
+# (the ledger changes by a person's hand between oracle commits and has its own rules).
+SIGNED = frozenset({ORACLE, FIXTURE, CATALOG, POLICY})
+
+
+@dataclass(frozen=True)
+class Paths:
+    production: tuple[str, ...] = ("src/**",)
+    oracle: tuple[str, ...] = ("oracles/properties/**",)
+    fixtures: tuple[str, ...] = ("oracles/fixtures/**",)
+    catalog: str = "oracles/catalog"
+    manifest: str = "oracles/MANIFEST.sha256"
+    ledger: str = "freeze_ledger.yaml"
+    policy: tuple[str, ...] = (
+        POLICY_FILE,
+        ".pre-commit-config.yaml",
+        "conftest.py",
+        "pytest.ini",
+        ".ci/**",
+    )
+
+
+@dataclass(frozen=True)
+class Agents:
+    authors: tuple[str, ...] = ("*[bot]@*",)
+    pushers: tuple[str, ...] = ()
+    env: str = "GATE_AGENT"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    combiner: str = "strict"
+    seeds: tuple[int, ...] = (11, 29, 47)
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_active: int = 3
+    max_added_per_patch: int = 0
+
+
+@dataclass(frozen=True)
+class Canaries:
+    secret_markers: tuple[str, ...] = ("-----BEGIN .*PRIVATE KEY-----", "AKIA[0-9A-Z]{16}")
+
+
+@dataclass(frozen=True)
+class Runner:
+    timeout_s: float = 120.0
+    jobs: int = 0  # 0: one worker per core
+
+
+@dataclass(frozen=True)
+class Server:
+    require_signed_oracle_commits: bool = False
+    allowed_signers: str | None = None  # path inside the repository, read from the trusted side
+    agent_force_push: str = "refuse"  # refuse | allow
+
+
+@dataclass(frozen=True)
+class Drafter:
+    backend: str = "ghostwriter"
+    image: str = "mergegate-sandbox:latest"
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = "GATE_DRAFTER_API_KEY"
+    timeout_s: float = 60.0
+    max_candidates: int = 20
+
+
+@dataclass(frozen=True)
+class Policy:
+    version: int = 1
+    paths: Paths = field(default_factory=Paths)
+    agents: Agents = field(default_factory=Agents)
+    verdict: Verdict = field(default_factory=Verdict)
+    budget: Budget = field(default_factory=Budget)
+    canaries: Canaries = field(default_factory=Canaries)
+    runner: Runner = field(default_factory=Runner)
+    server: Server = field(default_factory=Server)
+    drafter: Drafter = field(default_factory=Drafter)
+    source: str = POLICY_FILE
+
+    def classify(self, path: str) -> str:
+        """The class of one repository-relative path; guarded classes win over production."""
+        return classify(self.paths, path)
+
+    def is_guarded(self, path: str) -> bool:
+        return self.classify(path) in GUARDED
+
+    def is_agent_author(self, email: str) -> bool:
+        return bool(email) and globs_match_any(email, self.agents.authors)
+
+
+def classify(paths: Paths, path: str) -> str:
+    """Pure classifier.  Order matters: a path matching a guarded class is guarded."""
+    if path == paths.manifest:
+        return MANIFEST
+    if path == paths.ledger:
+        return LEDGER
+    if globs.matches(path, paths.policy):
+        return POLICY
+    if path == paths.catalog or path.startswith(paths.catalog.rstrip("/") + "/"):
+        return CATALOG
+    if globs.matches(path, paths.fixtures):
+        return FIXTURE
+    if globs.matches(path, paths.oracle):
+        return ORACLE
+    if globs.matches(path, paths.production):
+        return PRODUCTION
+    return OTHER
+
+
+def globs_match_any(text: str, patterns: tuple[str, ...]) -> bool:
+    """Shell-style match of a whole string (an e-mail, a login) against globs."""
+    import fnmatch
+
+    return any(fnmatch.fnmatchcase(text, p) for p in patterns)
+
+
+# ---------------------------------------------------------------- loading
+
+_TOP = ("version", "paths", "agents", "verdict", "budget", "canaries", "runner", "server", "drafter")
+
+
+def parse(text: str | bytes, source: str = POLICY_FILE) -> Policy:
+    """Validate a gate.yaml text into a Policy; any problem is a ConfigError."""
+    doc = yamlio.load(text, source)
+    if doc.data is None:
+        raise ConfigError(source, 1, "the policy is empty", "run `gate init` or copy the example")
+    top = yamlio.check_keys(doc, (), doc.data, _TOP, required=("version",))
+    if top["version"] != 1:
+        raise doc.error(("version",), f"unsupported version {top['version']!r}", "write version: 1")
+    return Policy(
+        version=1,
+        paths=_paths(doc, top.get("paths")),
+        agents=_agents(doc, top.get("agents")),
+        verdict=_verdict(doc, top.get("verdict")),
+        budget=_section(doc, "budget", top.get("budget"), Budget, int, "a whole number"),
+        canaries=_canaries(doc, top.get("canaries")),
+        runner=_runner(doc, top.get("runner")),
+        server=_server(doc, top.get("server")),
+        drafter=_drafter(doc, top.get("drafter")),
+        source=source,
+    )
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    return tuple(cls.__dataclass_fields__)
+
+
+def _section(doc: yamlio.Doc, name: str, raw: Any, cls: type, kind: type, hint: str) -> Any:
+    if raw is None:
+        return cls()
+    values = yamlio.check_keys(doc, (name,), raw, _fields(cls))
+    for key, value in values.items():
+        yamlio.expect(doc, (name, key), value, kind, hint)
+        if kind is int and value < 0:
+            raise doc.error((name, key), f"{name}.{key} must not be negative", "write 0 or more")
+    return cls(**values)
+
+
+def _paths(doc: yamlio.Doc, raw: Any) -> Paths:
+    if raw is None:
+        return Paths()
+    values = dict(yamlio.check_keys(doc, ("paths",), raw, _fields(Paths)))
+    for key in ("production", "oracle", "fixtures", "policy"):
+        if key in values:
+            values[key] = yamlio.str_list(doc, ("paths", key), values[key])
+            for i, pattern in enumerate(values[key]):
+                if not globs.is_valid(pattern):
+                    raise doc.error(("paths", key, i), f"bad glob {pattern!r}", "fix the pattern")
+    for key in ("catalog", "manifest", "ledger"):
+        if key in values:
+            value = yamlio.expect(doc, ("paths", key), values[key], str, "a path")
+            if not value.strip("/") or value.startswith("/") or ".." in value.split("/"):
+                raise doc.error(
+                    ("paths", key), f"paths.{key} must be a relative path inside the repository",
+                    "write a path such as oracles/catalog",
+                )
+            values[key] = value.strip("/")
+    paths = Paths(**values)
+    if paths.manifest == paths.ledger:
+        raise doc.error(("paths",), "manifest and ledger are the same file", "give each its own path")
+    return paths
+
+
+def _agents(doc: yamlio.Doc, raw: Any) -> Agents:
+    if raw is None:
+        return Agents()
+    values = dict(yamlio.check_keys(doc, ("agents",), raw, _fields(Agents)))
+    for key in ("authors", "pushers"):
+        if key in values:
+            values[key] = yamlio.str_list(doc, ("agents", key), values[key] or [])
+    if "env" in values:
+        env = yamlio.expect(doc, ("agents", "env"), values["env"], str, "a variable name")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env):
+            raise doc.error(("agents", "env"), f"{env!r} is not a variable name", "write e.g. GATE_AGENT")
+    return Agents(**values)
+
+
+def _verdict(doc: yamlio.Doc, raw: Any) -> Verdict:
+    if raw is None:
+        return Verdict()
+    values = dict(yamlio.check_keys(doc, ("verdict",), raw, _fields(Verdict)))
+    if "combiner" in values and values["combiner"] not in ("strict", "lenient"):
+        raise doc.error(
+            ("verdict", "combiner"), f"unknown combiner {values['combiner']!r}", "write strict or lenient"
+        )
+    if "seeds" in values:
+        seeds = yamlio.expect(doc, ("verdict", "seeds"), values["seeds"], list, "a list of integers")
+        for i, seed in enumerate(seeds):
+            yamlio.expect(doc, ("verdict", "seeds", i), seed, int, "an integer")
+        if not seeds or len(set(seeds)) != len(seeds):
+            raise doc.error(
+                ("verdict", "seeds"), "seeds must be a non-empty list without repeats", "write e.g. [11, 29, 47]"
+            )
+        values["seeds"] = tuple(seeds)
+    return Verdict(**values)
+
+
+def _canaries(doc: yamlio.Doc, raw: Any) -> Canaries:
+    if raw is None:
+        return Canaries()
+    values = dict(yamlio.check_keys(doc, ("canaries",), raw, _fields(Canaries)))
+    markers = yamlio.str_list(doc, ("canaries", "secret_markers"), values.get("secret_markers", []))
+    for i, marker in enumerate(markers):
+        try:
+            re.compile(marker)
+        except re.error as exc:
+            raise doc.error(
+                ("canaries", "secret_markers", i), f"bad regular expression {marker!r}: {exc}",
+                "fix the pattern",
+            ) from None
+    return Canaries(secret_markers=markers)
+
+
+def _runner(doc: yamlio.Doc, raw: Any) -> Runner:
+    if raw is None:
+        return Runner()
+    values = dict(yamlio.check_keys(doc, ("runner",), raw, _fields(Runner)))
+    if "timeout_s" in values:
+        t = yamlio.expect(doc, ("runner", "timeout_s"), values["timeout_s"], (int, float), "seconds")
+        if t <= 0:
+            raise doc.error(("runner", "timeout_s"), "timeout_s must be positive", "write e.g. 120")
+        values["timeout_s"] = float(t)
+    if "jobs" in values:
+        yamlio.expect(doc, ("runner", "jobs"), values["jobs"], int, "a whole number")
+    return Runner(**values)
+
+
+def _server(doc: yamlio.Doc, raw: Any) -> Server:
+    if raw is None:
+        return Server()
+    values = dict(yamlio.check_keys(doc, ("server",), raw, _fields(Server)))
+    if "require_signed_oracle_commits" in values:
+        yamlio.expect(
+            doc, ("server", "require_signed_oracle_commits"),
+            values["require_signed_oracle_commits"], bool, "true or false",
+        )
+    if values.get("allowed_signers") is not None:
+        yamlio.expect(doc, ("server", "allowed_signers"), values["allowed_signers"], str, "a path")
+    if "agent_force_push" in values and values["agent_force_push"] not in ("refuse", "allow"):
+        raise doc.error(("server", "agent_force_push"), "must be refuse or allow", "write refuse")
+    return Server(**values)
+
+
+def _drafter(doc: yamlio.Doc, raw: Any) -> Drafter:
+    if raw is None:
+        return Drafter()
+    values = dict(yamlio.check_keys(doc, ("drafter",), raw, _fields(Drafter)))
+    for key in ("backend", "image", "api_key_env"):
+        if key in values:
+            yamlio.expect(doc, ("drafter", key), values[key], str, "a string")
+    for key in ("base_url", "model"):
+        if values.get(key) is not None:
+            yamlio.expect(doc, ("drafter", key), values[key], str, "a string")
+    for key in ("timeout_s", "max_candidates"):
+        if key in values:
+            v = yamlio.expect(doc, ("drafter", key), values[key], (int, float), "a positive number")
+            if v <= 0:
+                raise doc.error(("drafter", key), f"{key} must be positive", "write a positive number")
+    if "max_candidates" in values:
+        yamlio.expect(doc, ("drafter", "max_candidates"), values["max_candidates"], int, "a whole number")
+    return Drafter(**values)
+
+
+DEFAULT_TEXT = """\
+# mergegate policy: which paths are the oracle, which are production.
+# This file is itself guarded: change it only in an oracle-only commit.
+version: 1
+paths:
+  production: ["src/**"]
+  oracle: ["oracles/properties/**"]
+  fixtures: ["oracles/fixtures/**"]
+  catalog: oracles/catalog          # one YAML file per property, plus claimed.yaml
+  manifest: oracles/MANIFEST.sha256
+  ledger: freeze_ledger.yaml
+  policy: ["gate.yaml", ".pre-commit-config.yaml", "conftest.py", "pytest.ini", ".ci/**"]
+agents:                              # how an agent patch is recognised
+  authors: ["*[bot]@*"]              # commit author e-mail globs
+  pushers: []                        # server-side identities (GL_USERNAME, GITHUB_USER_LOGIN, ...)
+  env: GATE_AGENT                    # set to 1 in an agent's environment for local hooks
+verdict: {combiner: strict, seeds: [11, 29, 47]}
+budget: {max_active: 3, max_added_per_patch: 0}
+canaries: {secret_markers: ["-----BEGIN .*PRIVATE KEY-----", "AKIA[0-9A-Z]{16}"]}
+"""
