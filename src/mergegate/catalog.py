@@ -101,13 +101,18 @@ def build(files: Mapping[str, bytes], catalog_dir: str) -> Catalog:
     seen: dict[str, str] = {}
     for prop in props:
         if prop.id in seen:
-            raise ConfigError(prop.source, 1, f"property id {prop.id!r} also in {seen[prop.id]}", "give each property its own id")
+            raise ConfigError(
+                prop.source, 1, f"property id {prop.id!r} also in {seen[prop.id]}", "give each property its own id"
+            )
         seen[prop.id] = prop.source
     if claimed is None:
         claimed = tuple(p.id for p in props)
     for pid in claimed:
         if pid not in seen:
-            raise ConfigError(claimed_path, None, f"claimed id {pid!r} has no catalog entry", f"add {catalog_dir}/{pid}.yaml or drop the claim")
+            raise ConfigError(
+                claimed_path, None, f"claimed id {pid!r} has no catalog entry",
+                f"add {catalog_dir}/{pid}.yaml or drop the claim",
+            )
     return Catalog(tuple(props), claimed)
 
 

@@ -266,7 +266,8 @@ def _ls_tree_paths(rev: str, paths: Sequence[str], cwd: str | Path | None) -> li
 
 
 def _ls_index_paths(paths: Sequence[str], cwd: str | Path | None) -> list[Entry]:
-    records = zsplit(out(["ls-files", "--stage", "-z", "--full-name", "--", *(":(literal,top)" + p for p in paths)], cwd))
+    specs = [":(literal,top)" + p for p in paths]
+    records = zsplit(out(["ls-files", "--stage", "-z", "--full-name", "--", *specs], cwd))
     result = []
     for record in records:
         meta, path = record.split("\t", 1)
@@ -283,3 +284,8 @@ def author_email(cwd: str | Path | None = None) -> str:
     if "<" in ident and ">" in ident:
         return ident[ident.index("<") + 1 : ident.index(">")]
     return ""
+
+
+def untracked(cwd: str | Path | None = None) -> list[str]:
+    """Untracked, not ignored files (repository-relative)."""
+    return zsplit(out(["ls-files", "-z", "--others", "--exclude-standard", "--full-name", ":/"], cwd))

@@ -18,10 +18,9 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
     """Translate one glob to an anchored regular expression."""
     anchored = "/" in pattern.rstrip("/")
     pattern = pattern.strip("/")
-    if pattern.endswith("/**") or pattern == "**":
-        body = _translate(pattern)
-    else:  # a directory pattern also covers everything below it
-        body = _translate(pattern) + "(?:/.*)?"
+    body = _translate(pattern)
+    if not (pattern.endswith("/**") or pattern == "**"):
+        body += "(?:/.*)?"  # a directory pattern also covers everything below it
     prefix = "" if anchored else "(?:.*/)?"
     return re.compile(prefix + body + r"\Z", re.DOTALL)
 
@@ -65,7 +64,15 @@ def _translate(pattern: str) -> str:
 
 def matches(path: str, patterns: Iterable[str]) -> bool:
     """True when ``path`` (repository-relative, ``/``-separated) matches any pattern."""
-    return any(compile_glob(p).match(path) for p in patterns)
+    return compile_many(tuple(patterns)).match(path) is not None
+
+
+@lru_cache(maxsize=256)
+def compile_many(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One alternation for a pattern list: one regex call per path, not one per pattern."""
+    if not patterns:
+        return re.compile(r"(?!)")
+    return re.compile("|".join(f"(?:{compile_glob(p).pattern})" for p in patterns), re.DOTALL)
 
 
 def is_valid(pattern: str) -> bool:

@@ -163,7 +163,9 @@ def parse(text: str | bytes, source: str = POLICY_FILE) -> Policy:
 
 
 def _fields(cls: type) -> tuple[str, ...]:
-    return tuple(cls.__dataclass_fields__)
+    import dataclasses
+
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def _section(doc: yamlio.Doc, name: str, raw: Any, cls: type, kind: type, hint: str) -> Any:

@@ -1,0 +1,120 @@
+"""Client-side checks of the commit being made: no-mix, manifest, guard.
+
+Everything is judged on the index git is about to commit (``GIT_INDEX_FILE``
+is honoured, so ``git commit -a`` and ``git commit <paths>`` are right), with
+the path classes from HEAD's policy: a commit cannot reclassify itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mergegate import agents, gitio, manifest, repo
+from mergegate.policy import Policy
+from mergegate.split import Split, split
+
+
+@dataclass(frozen=True)
+class Context:
+    top: Path
+    policy: Policy  # trusted: HEAD's (the index's only before the first commit)
+    split: Split
+    environ: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    hook: str
+    ok: bool
+    message: str = ""
+
+
+def gather(cwd: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Context:
+    top = gitio.toplevel(cwd)
+    pol = repo.trusted_policy(top)
+    return Context(top, pol, split(gitio.staged_changes(top), pol), environ if environ is not None else os.environ)
+
+
+def _q(paths: tuple[str, ...]) -> str:
+    return " ".join(shlex.quote(p) for p in paths)
+
+
+def _listing(label: str, paths: tuple[str, ...]) -> str:
+    return "\n".join(f"  {label:<11} {p!r}" if "\n" in p else f"  {label:<11} {p}" for p in paths)
+
+
+def no_mix(ctx: Context) -> Outcome:
+    """Refuse a commit that touches guarded and production paths together."""
+    s = ctx.split
+    if not s.mixed:
+        return Outcome("gate-no-mix", True)
+    msg = (
+        "gate-no-mix: this commit touches guarded (oracle) and production paths; commit them apart\n"
+        f"{_listing('guarded:', s.guarded)}\n{_listing('production:', s.production)}\n"
+        "  fix: unstage the guarded side, commit production, then commit the oracle on its own:\n"
+        f"    git restore --staged -- {_q(s.guarded)}\n"
+        "    git commit\n"
+        f"    git add -- {_q(s.guarded)} && gate manifest sign --staged && git commit"
+    )
+    return Outcome("gate-no-mix", False, msg)
+
+
+def manifest_hook(ctx: Context) -> Outcome:
+    """Oracle-only commit: re-sign if stale (write the file, ask to stage it).  Else: verify."""
+    name = "gate-manifest"
+    index_policy = repo.load_policy(None, ctx.top)
+    mpath = index_policy.paths.manifest
+    if ctx.split.guarded and not ctx.split.production:
+        expected = manifest.expected_at(None, index_policy, ctx.top)
+        if gitio.file_at(None, mpath, ctx.top) == expected:
+            return Outcome(name, True)
+        manifest.sign(None, index_policy, ctx.top)
+        return Outcome(name, False, f"gate-manifest: {mpath} re-signed, stage it: git add {shlex.quote(mpath)}")
+    report = manifest.verify_at(None, index_policy, ctx.top)
+    if report.ok:
+        return Outcome(name, True)
+    details = "\n".join(f"  {line}" for line in report.lines())
+    return Outcome(
+        name, False,
+        f"gate-manifest: {mpath} does not verify for this commit\n{details}\n"
+        "  fix: a person commits the guarded change on its own; its commit re-signs the manifest "
+        "(gate manifest sign --staged)",
+    )
+
+
+def guard(ctx: Context) -> Outcome:
+    """An agent's commit may not touch any guarded path, the ledger included."""
+    email = gitio.author_email(ctx.top)
+    if not agents.is_agent(ctx.policy, ctx.environ, email) or not ctx.split.guarded:
+        return Outcome("gate-guard", True)
+    why = agents.agent_reason(ctx.policy, ctx.environ, email)
+    return Outcome(
+        "gate-guard", False,
+        f"gate-guard: an agent's commit ({why}) may not change guarded paths\n"
+        f"{_listing('guarded:', ctx.split.guarded)}\n"
+        f"  fix: git restore --staged -- {_q(ctx.split.guarded)}   (a person changes the oracle, "
+        "fixtures, manifest, ledger and policy)",
+    )
+
+
+HOOKS: dict[str, Callable[[Context], Outcome]] = {
+    "no-mix": no_mix,
+    "manifest": manifest_hook,
+    "guard": guard,
+}
+
+
+def run_hooks(names: list[str], cwd: str | Path | None = None, stop_early: bool = False) -> list[Outcome]:
+    """Run the named checks on one gathered context; ``stop_early`` stops at the first refusal
+    (so the manifest is not re-signed for a commit that is refused anyway)."""
+    ctx = gather(cwd)
+    outcomes = []
+    for name in names:
+        outcomes.append(HOOKS[name](ctx))
+        if stop_early and not outcomes[-1].ok:
+            break
+    return outcomes
