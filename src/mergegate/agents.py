@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping
 
-from mergegate.policy import Policy
+from mergegate.policy import Policy, globs_match_any
 
 
 def is_agent(policy: Policy, environ: Mapping[str, str], author_email: str = "",
@@ -13,9 +12,9 @@ def is_agent(policy: Policy, environ: Mapping[str, str], author_email: str = "",
     """True when the environment flag is set, the author e-mail or the pusher matches the policy."""
     if environ.get(policy.agents.env, "").strip() == "1":
         return True
-    if author_email and any(fnmatch.fnmatchcase(author_email.lower(), p.lower()) for p in policy.agents.authors):
+    if author_email and globs_match_any(author_email, policy.agents.authors):
         return True
-    return bool(pusher) and any(fnmatch.fnmatchcase(pusher or "", p) for p in policy.agents.pushers)
+    return bool(pusher) and globs_match_any(pusher or "", policy.agents.pushers)
 
 
 def agent_reason(policy: Policy, environ: Mapping[str, str], author_email: str = "",
@@ -23,6 +22,6 @@ def agent_reason(policy: Policy, environ: Mapping[str, str], author_email: str =
     """Why this change counts as an agent's (for messages)."""
     if environ.get(policy.agents.env, "").strip() == "1":
         return f"{policy.agents.env}=1 in the environment"
-    if author_email and any(fnmatch.fnmatchcase(author_email.lower(), p.lower()) for p in policy.agents.authors):
+    if author_email and globs_match_any(author_email, policy.agents.authors):
         return f"author {author_email} matches agents.authors"
     return f"pusher {pusher} matches agents.pushers"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,10 +130,19 @@ def classify(paths: Paths, path: str) -> str:
 
 
 def globs_match_any(text: str, patterns: tuple[str, ...]) -> bool:
-    """Shell-style match of a whole string (an e-mail, a login) against globs."""
-    import fnmatch
+    """Match a whole identity (an e-mail, a login) against globs, case-insensitively.
 
-    return any(fnmatch.fnmatchcase(text, p) for p in patterns)
+    Only ``*`` and ``?`` are wildcards: ``*[bot]@*`` means a literal ``[bot]``, as
+    GitHub spells its app accounts; under fnmatch it would be a character class
+    matching almost every address.
+    """
+    return any(_identity_glob(p).fullmatch(text) for p in patterns)
+
+
+@functools.lru_cache(maxsize=128)
+def _identity_glob(pattern: str) -> re.Pattern[str]:
+    body = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.compile(body, re.IGNORECASE | re.DOTALL)
 
 
 # ---------------------------------------------------------------- loading
