@@ -1,0 +1,202 @@
+"""Seed 002: the admission judge.  ``admit`` is pure; the canaries are real.
+
+Canaries run first, in the fixed order of ``CANARIES``, and stop at the first
+miss (later checks are not partial credit).  A canary can never be frozen.  A
+draft-channel fault is ``infra``, an empty diff ``empty_blob``; neither ever
+becomes a freeze.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from mergegate.ledger import Entry
+from mergegate.patchparse import DiffError, ParsedDiff, parse_diff
+from mergegate.policy import Policy
+
+CANARIES = ("parse_diff", "apply_check", "no_secret_marker", "public_signature")
+
+
+class Kind(Enum):
+    CANARY_FAIL = "CANARY_FAIL"
+    PROP_FAIL = "PROP_FAIL"
+    PROP_PASS = "PROP_PASS"
+    FREEZE_HIT = "FREEZE_HIT"
+
+
+@dataclass(frozen=True)
+class Check:
+    test_id: str
+    canary: bool
+    quarantine_eligible: bool
+    kind: Kind
+
+
+def blob_id(diff: bytes) -> str:
+    """The content address of a patch: sha256 of its bytes."""
+    return hashlib.sha256(diff).hexdigest()
+
+
+def admit(diff: bytes, checks: Sequence[Check], freeze_ids: Collection[str],
+          channel_infra: bool = False) -> dict[str, Any]:
+    """Seed 002's judge, object shapes and words verbatim.
+
+    ``{"blob","verdict":"reject","reason":"infra"|"empty_blob"}``,
+    ``{"blob","verdict":"reject","canary_bad","illegal_freeze","uncovered_fail"}`` or
+    ``{"blob","verdict":"admit"|"hold","held"}``.
+    """
+    if channel_infra:
+        return {"blob": blob_id(diff) if diff.strip() else None, "verdict": "reject", "reason": "infra"}
+    if not diff.strip():
+        return {"blob": None, "verdict": "reject", "reason": "empty_blob"}
+    bid = blob_id(diff)
+    canary_bad: list[str] = []
+    illegal: list[str] = []
+    uncovered: list[str] = []
+    held: list[str] = []
+    for c in checks:
+        if c.canary and c.kind != Kind.PROP_PASS:
+            canary_bad.append(c.test_id)
+            continue
+        if c.kind == Kind.PROP_PASS:
+            continue
+        freeze_ok = (
+            c.test_id in freeze_ids
+            and c.quarantine_eligible
+            and not c.canary
+            and c.kind in (Kind.PROP_FAIL, Kind.FREEZE_HIT)
+        )
+        if freeze_ok:
+            held.append(c.test_id)
+        elif c.kind == Kind.FREEZE_HIT:
+            illegal.append(c.test_id)
+        else:
+            uncovered.append(c.test_id)
+    if canary_bad or illegal or uncovered:
+        return {"blob": bid, "verdict": "reject", "canary_bad": canary_bad,
+                "illegal_freeze": illegal, "uncovered_fail": uncovered}
+    return {"blob": bid, "verdict": "hold" if held else "admit", "held": held}
+
+
+def freeze_row_usable(entry: Entry, test_id: str, touched: Iterable[str],
+                      quarantine_eligible: bool, now: dt.datetime) -> bool:
+    """Seed 002 step 8: same test id, overlapping touched paths, eligible, unexpired."""
+    return (entry.prop_id == test_id and quarantine_eligible
+            and entry.covers_any(touched) and not entry.expired(now))
+
+
+def usable_freeze_ids(entries: Iterable[Entry], checks: Iterable[Check], touched: Iterable[str],
+                      now: dt.datetime) -> set[str]:
+    """Test ids that some ledger row may hold (never a canary)."""
+    touched = tuple(touched)
+    rows = tuple(entries)
+    return {c.test_id for c in checks if not c.canary and any(
+        freeze_row_usable(e, c.test_id, touched, c.quarantine_eligible, now) for e in rows)}
+
+
+# ---------------------------------------------------------------- canaries
+
+@dataclass(frozen=True)
+class CanaryResult:
+    name: str
+    ok: bool
+    detail: str
+
+    def check(self) -> Check:
+        return Check(self.name, True, False, Kind.PROP_PASS if self.ok else Kind.CANARY_FAIL)
+
+
+def canary_parse_diff(diff: bytes) -> tuple[CanaryResult, ParsedDiff | None]:
+    try:
+        parsed = parse_diff(diff)
+    except DiffError as exc:
+        return CanaryResult("parse_diff", False, str(exc)), None
+    return CanaryResult("parse_diff", True, f"{len(parsed.files)} file(s)"), parsed
+
+
+def canary_no_secret_marker(parsed: ParsedDiff, markers: Sequence[str]) -> CanaryResult:
+    """No ADDED line matches a secret marker (removing a leaked key is fine)."""
+    patterns = [re.compile(m) for m in markers]
+    for f in parsed.files:
+        for number, raw in f.added:
+            text = raw.decode("utf-8", "replace")
+            for pattern in patterns:
+                if pattern.search(text):
+                    where = f"{f.new_path or f.old_path}:{number}"
+                    return CanaryResult("no_secret_marker", False,
+                                        f"{where} adds a line matching {pattern.pattern!r}")
+    return CanaryResult("no_secret_marker", True, f"{len(patterns)} marker(s), no match")
+
+
+def public_names(source: bytes) -> frozenset[str]:
+    """Public top-level functions and classes of a module (SyntaxError propagates)."""
+    tree = ast.parse(source)
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return frozenset(n.name for n in tree.body if isinstance(n, kinds) and not n.name.startswith("_"))
+
+
+def canary_public_signature(before: Mapping[str, bytes | None],
+                            after: Mapping[str, bytes | None]) -> CanaryResult:
+    """Every public name of each module at base is still defined there at head.
+
+    ``before``/``after``: ``{path: source or None (absent)}`` for the production
+    ``.py`` files the patch touches.  A head module that does not parse is a miss.
+    """
+    lost: list[str] = []
+    for path in sorted(before):
+        old = before[path]
+        if old is None:
+            continue
+        try:
+            old_names = public_names(old)
+        except (SyntaxError, ValueError):
+            continue  # the base never offered a readable API here
+        new = after.get(path)
+        try:
+            new_names = public_names(new) if new is not None else frozenset()
+        except (SyntaxError, ValueError) as exc:
+            return CanaryResult("public_signature", False, f"{path} does not parse at head: {exc}")
+        lost.extend(f"{path}::{name}" for name in sorted(old_names - new_names))
+    if lost:
+        return CanaryResult("public_signature", False, "public names vanished: " + ", ".join(lost))
+    return CanaryResult("public_signature", True, f"{len(before)} module(s) keep their public names")
+
+
+def run_canaries(diff: bytes, base: str, policy: Policy, cwd: str | Path | None = None) -> tuple[CanaryResult, ...]:
+    """The four canaries against ``base`` in ``cwd``'s repository, in order, stopping at a miss.
+
+    ``apply_check`` applies the patch to ``base`` in a temporary index (no work
+    tree); the resulting tree is what ``public_signature`` reads as head.
+    """
+    from mergegate import gitio
+    from mergegate.policy import PRODUCTION
+
+    parse, parsed = canary_parse_diff(diff)
+    if parsed is None:
+        return (parse,)
+    ok, message, tree = gitio.patched_tree(diff, base, cwd)
+    apply = CanaryResult("apply_check", ok, message if ok else f"does not apply to {base[:12]}: {message}")
+    if tree is None:
+        return parse, apply
+    secret = canary_no_secret_marker(parsed, policy.canaries.secret_markers)
+    if not secret.ok:
+        return parse, apply, secret
+    modules = [p for p in parsed.touched if p.endswith(".py") and policy.classify(p) == PRODUCTION]
+    before = _sources(base, modules, cwd)
+    after = _sources(tree, modules, cwd)
+    return parse, apply, secret, canary_public_signature(before, after)
+
+
+def _sources(treeish: str, paths: Sequence[str], cwd: str | Path | None) -> dict[str, bytes | None]:
+    from mergegate import gitio
+
+    found = gitio.files_at(treeish, paths, cwd)
+    return {p: found.get(p) for p in paths}

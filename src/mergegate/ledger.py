@@ -1,0 +1,315 @@
+"""The freeze ledger (``freeze_ledger.yaml``): schema, loading, lint, atomic writes.
+
+A freeze is a time-boxed record that may turn one matching ``fail`` into
+``inconclusive`` and nothing else.  An entry without an expiry is a standing
+waiver, so loading refuses it, like an unknown key, a duplicate id or a bad date,
+with the file, the line and the fix.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from mergegate import globs, yamlio
+from mergegate.errors import ConfigError
+
+VERSION = 1
+_ENTRY_KEYS = (
+    "id", "prop_id", "signature", "fixture_digest", "base_revision", "paths", "reason",
+    "witness", "opened_by", "opened_at", "expires_at", "allows_agent_rely",
+)
+_REQUIRED = (
+    "id", "prop_id", "signature", "fixture_digest", "base_revision", "paths", "reason",
+    "opened_by", "opened_at", "expires_at",
+)
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How many freezes may be active at once, and how many one patch may add."""
+
+    max_active: int = 3
+    max_added_per_patch: int = 0
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One freeze.  ``line`` is where it sits in its file (for messages only)."""
+
+    id: str
+    prop_id: str
+    signature: str
+    fixture_digest: str
+    base_revision: str
+    paths: tuple[str, ...]
+    reason: str
+    opened_by: str
+    opened_at: dt.datetime
+    expires_at: dt.datetime
+    witness: str = ""
+    allows_agent_rely: bool = False
+    line: int | None = None
+
+    def expired(self, now: dt.datetime) -> bool:
+        """True once ``expires_at`` is not in the future."""
+        return self.expires_at <= now
+
+    def covers_any(self, touched: Iterable[str]) -> bool:
+        """The freeze's ``paths`` (globs) overlap ``touched`` paths."""
+        return any(globs.matches(p, self.paths) for p in touched)
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """A whole ledger file."""
+
+    version: int = VERSION
+    budget: Budget = Budget()
+    entries: tuple[Entry, ...] = ()
+    source: str = "freeze_ledger.yaml"
+
+    def active(self, now: dt.datetime) -> tuple[Entry, ...]:
+        return tuple(e for e in self.entries if not e.expired(now))
+
+    def expired(self, now: dt.datetime) -> tuple[Entry, ...]:
+        return tuple(e for e in self.entries if e.expired(now))
+
+    def for_prop(self, prop_id: str) -> tuple[Entry, ...]:
+        return tuple(e for e in self.entries if e.prop_id == prop_id)
+
+    def by_id(self) -> dict[str, Entry]:
+        return {e.id: e for e in self.entries}
+
+    def without(self, ids: Iterable[str]) -> Ledger:
+        drop = set(ids)
+        return replace(self, entries=tuple(e for e in self.entries if e.id not in drop))
+
+    def with_entry(self, entry: Entry) -> Ledger:
+        if entry.id in self.by_id():
+            raise ValueError(f"duplicate freeze id {entry.id}")
+        return replace(self, entries=(*self.entries, entry))
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+# ---------------------------------------------------------------- dates
+
+def parse_when(value: Any) -> dt.datetime:
+    """A YAML date, datetime or ISO string as an aware UTC datetime (naive means UTC).
+
+    Raises ValueError on anything else.
+    """
+    if isinstance(value, dt.datetime):
+        when = value
+    elif isinstance(value, dt.date):
+        when = dt.datetime(value.year, value.month, value.day)
+    elif isinstance(value, str) and value.strip():
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        when = dt.datetime.fromisoformat(text)
+    else:
+        raise ValueError(f"{value!r} is not a date")
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.astimezone(dt.UTC)
+
+
+def format_when(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_DURATION = re.compile(r"(\d+)([dhw])")
+
+
+def parse_expiry(text: str, now: dt.datetime) -> dt.datetime:
+    """``14d``/``36h``/``2w`` from ``now``, or an ISO date/datetime.  ValueError otherwise."""
+    match = _DURATION.fullmatch(text.strip())
+    if match:
+        n, unit = int(match.group(1)), match.group(2)
+        delta = {"d": dt.timedelta(days=n), "h": dt.timedelta(hours=n), "w": dt.timedelta(weeks=n)}
+        return now + delta[unit]
+    return parse_when(text)
+
+
+# ---------------------------------------------------------------- parsing
+
+def parse(text: str | bytes, source: str = "freeze_ledger.yaml") -> Ledger:
+    """Validate a ledger text; every problem is a ConfigError with file, line and fix."""
+    doc = yamlio.load(text, source)
+    if doc.data is None:
+        raise ConfigError(source, 1, "the freeze ledger is empty",
+                          "write `version: 1`, a budget and `entries: []` (gate init does)")
+    top = yamlio.check_keys(doc, (), doc.data, ("version", "budget", "entries"), required=("version",))
+    if top["version"] != VERSION:
+        raise doc.error(("version",), f"unsupported ledger version {top['version']!r}", "write version: 1")
+    budget = _budget(doc, top.get("budget"))
+    raw_entries = top.get("entries") or []
+    yamlio.expect(doc, ("entries",), raw_entries, list, "a list of freeze entries")
+    entries: list[Entry] = []
+    seen: dict[str, int | None] = {}
+    for index, raw in enumerate(raw_entries):
+        entry = _entry(doc, ("entries", index), raw)
+        if entry.id in seen:
+            raise doc.error(("entries", index, "id"),
+                            f"duplicate freeze id {entry.id!r} (first at line {seen[entry.id]})",
+                            "give each entry its own id")
+        seen[entry.id] = entry.line
+        entries.append(entry)
+    return Ledger(VERSION, budget, tuple(entries), source)
+
+
+def _budget(doc: yamlio.Doc, raw: Any) -> Budget:
+    if raw is None:
+        return Budget()
+    values = yamlio.check_keys(doc, ("budget",), raw, ("max_active", "max_added_per_patch"))
+    for key, value in values.items():
+        yamlio.expect(doc, ("budget", key), value, int, "a whole number")
+        if value < 0:
+            raise doc.error(("budget", key), f"budget.{key} must not be negative", "write 0 or more")
+    return Budget(**values)
+
+
+def _entry(doc: yamlio.Doc, path: yamlio.Path, raw: Any) -> Entry:
+    if isinstance(raw, dict) and raw.get("expires_at") is None:
+        raise doc.error(path, "freeze entry has no expires_at: a freeze without expiry is a standing waiver",
+                        "add expires_at: <ISO date in the future>, or delete the entry")
+    values = yamlio.check_keys(doc, path, raw, _ENTRY_KEYS, required=_REQUIRED)
+    strings: dict[str, str] = {}
+    for key in ("id", "prop_id", "signature", "fixture_digest", "base_revision", "reason", "opened_by"):
+        value = values[key]
+        yamlio.expect(doc, (*path, key), value, str, "a string")
+        if not value.strip():
+            raise doc.error((*path, key), f"{key} must not be empty", f"write the {key}")
+        strings[key] = value
+    if not _ID.fullmatch(strings["id"]):
+        raise doc.error((*path, "id"), f"bad freeze id {strings['id']!r}", "use letters, digits, '.', '_', '-'")
+    witness = values.get("witness") or ""
+    yamlio.expect(doc, (*path, "witness"), witness, str, "a string")
+    paths = yamlio.str_list(doc, (*path, "paths"), values["paths"])
+    if not paths:
+        raise doc.error((*path, "paths"), "a freeze must name the paths it covers", "write paths: [src/...]")
+    for i, pattern in enumerate(paths):
+        if not globs.is_valid(pattern):
+            raise doc.error((*path, "paths", i), f"bad glob {pattern!r}", "fix the pattern")
+    rely = values.get("allows_agent_rely", False)
+    yamlio.expect(doc, (*path, "allows_agent_rely"), rely, bool, "true or false")
+    return Entry(
+        paths=paths, witness=witness, allows_agent_rely=rely, line=doc.line(path),
+        opened_at=_date(doc, (*path, "opened_at"), values["opened_at"]),
+        expires_at=_date(doc, (*path, "expires_at"), values["expires_at"]),
+        **strings,
+    )
+
+
+def _date(doc: yamlio.Doc, path: yamlio.Path, value: Any) -> dt.datetime:
+    try:
+        return parse_when(value)
+    except ValueError:
+        raise doc.error(path, f"bad date {value!r}", 'write an ISO date such as "2026-09-26T09:00:00Z"') from None
+
+
+def load(path: str | Path) -> Ledger:
+    """The ledger file at ``path`` on disk; a missing file is a ConfigError."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(str(path), None, "no freeze ledger here", "run `gate init` to create one") from None
+    return parse(data, str(path))
+
+
+def load_at(rev: str | None, ledger_path: str, cwd: str | Path | None = None) -> Ledger:
+    """The ledger at a revision (None: the index); absent means an empty ledger."""
+    from mergegate import gitio
+
+    data = gitio.file_at(rev, ledger_path, cwd)
+    if data is None:
+        return Ledger(source=ledger_path)
+    return parse(data, ledger_path if rev is None else f"{ledger_path} (at {rev})")
+
+
+# ---------------------------------------------------------------- writing
+
+def render(ledger: Ledger) -> bytes:
+    """The ledger as YAML text (stable key order; dates as quoted ISO strings)."""
+    import yaml
+
+    entries = [_entry_dict(e) for e in ledger.entries]
+    data = {
+        "version": ledger.version,
+        "budget": {"max_active": ledger.budget.max_active,
+                   "max_added_per_patch": ledger.budget.max_added_per_patch},
+        "entries": entries,
+    }
+    text: str = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    return text.encode()
+
+
+def _entry_dict(e: Entry) -> dict[str, object]:
+    return {
+        "id": e.id, "prop_id": e.prop_id, "signature": e.signature,
+        "fixture_digest": e.fixture_digest, "base_revision": e.base_revision,
+        "paths": list(e.paths), "reason": e.reason, "witness": e.witness,
+        "opened_by": e.opened_by, "opened_at": format_when(e.opened_at),
+        "expires_at": format_when(e.expires_at), "allows_agent_rely": e.allows_agent_rely,
+    }
+
+
+def to_json(e: Entry, now: dt.datetime) -> dict[str, object]:
+    data = _entry_dict(e)
+    data["expired"] = e.expired(now)
+    return data
+
+
+def save(ledger: Ledger, path: str | Path) -> None:
+    """Write atomically (temporary file, fsync, rename): never a half-written ledger."""
+    from mergegate import fsutil
+
+    fsutil.atomic_write(path, render(ledger))
+
+
+# ---------------------------------------------------------------- lint
+
+@dataclass(frozen=True)
+class Problem:
+    """One lint finding."""
+
+    code: str  # expired | over_budget
+    message: str
+    entry: str | None = None
+    line: int | None = None
+
+
+def lint(ledger: Ledger, now: dt.datetime) -> tuple[Problem, ...]:
+    """Expired entries still listed, and more active entries than ``budget.max_active``."""
+    problems = [
+        Problem("expired", f"freeze {e.id} ({e.prop_id}) expired at {format_when(e.expires_at)}",
+                e.id, e.line)
+        for e in ledger.expired(now)
+    ]
+    active = ledger.active(now)
+    if len(active) > ledger.budget.max_active:
+        problems.append(Problem(
+            "over_budget",
+            f"{len(active)} active freezes exceed budget.max_active={ledger.budget.max_active}",
+        ))
+    return tuple(problems)
+
+
+def added(base: Ledger, head: Ledger) -> tuple[Entry, ...]:
+    """Entries in ``head`` that ``base`` lacks or that ``head`` changed (extended, widened)."""
+    before = base.by_id()
+    return tuple(e for e in head.entries if _key(before.get(e.id)) != _key(e))
+
+
+def _key(e: Entry | None) -> object:
+    return None if e is None else replace(e, line=None)
