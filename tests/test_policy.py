@@ -12,7 +12,7 @@ DEFAULT = policy.parse(policy.DEFAULT_TEXT)
 
 
 def test_default_text_is_the_default_policy() -> None:
-    assert DEFAULT == policy.Policy(source="gate.yaml")
+    assert policy.Policy(source="gate.yaml") == DEFAULT
 
 
 @pytest.mark.parametrize(

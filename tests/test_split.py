@@ -27,7 +27,9 @@ def repo(tmp_path: Path) -> Path:
         "oracles/properties/helpers.py": "X = 1\n",
         "oracles/fixtures/orders/a.json": "[]\n",
         "oracles/catalog/prop.total.yaml": CATALOG_ENTRY,
-        "oracles/catalog/prop.other.yaml": "id: prop.other\noracle: oracles/properties/test_other.py::test_o\nclaim: c\n",
+        "oracles/catalog/prop.other.yaml": (
+            "id: prop.other\noracle: oracles/properties/test_other.py::test_o\nclaim: c\n"
+        ),
         "oracles/properties/test_other.py": "def test_o():\n    pass\n",
     })
     return r
