@@ -289,3 +289,36 @@ def author_email(cwd: str | Path | None = None) -> str:
 def untracked(cwd: str | Path | None = None) -> list[str]:
     """Untracked, not ignored files (repository-relative)."""
     return zsplit(out(["ls-files", "-z", "--others", "--exclude-standard", "--full-name", ":/"], cwd))
+
+
+# ---- admission (issue 3): apply a patch to a base tree in a private index, no work tree
+
+def patched_tree(diff: bytes, base: str, cwd: str | Path | None = None) -> tuple[bool, str, str | None]:
+    """``git read-tree BASE`` into a temporary ``GIT_INDEX_FILE``, then ``git apply --check
+    --cached``; on success apply it there and ``write-tree``.
+
+    Returns ``(ok, git's message, tree id or None)``.  The work tree, the real
+    index and the object store's refs are untouched (``write-tree`` only adds objects).
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="gate-apply-") as tmp:
+        env = dict(os.environ)
+        env["GIT_INDEX_FILE"] = os.path.join(tmp, "index")
+        run(["read-tree", base], cwd, env=env)
+        check = run(["apply", "--check", "--cached", "-"], cwd, stdin=diff, env=env, check=False)
+        if check.returncode != 0:
+            lines = check.stderr.decode(errors="replace").strip().splitlines()
+            return False, (lines[-1] if lines else f"git apply exited {check.returncode}"), None
+        run(["apply", "--cached", "-"], cwd, stdin=diff, env=env)
+        tree = run(["write-tree"], cwd, env=env).stdout.decode().strip()
+        return True, "applies cleanly", tree
+
+
+def files_at(treeish: str, paths: Sequence[str], cwd: str | Path | None = None) -> dict[str, bytes]:
+    """``{path: bytes}`` of the regular files among ``paths`` in a tree or commit (absent ones left out)."""
+    if not paths:
+        return {}
+    entries = [e for e in _ls_tree_paths(treeish, list(paths), cwd) if not e.is_submodule and not e.is_symlink]
+    blobs = dict(read_blobs((e.sha for e in entries), cwd))
+    return {e.path: blobs[e.sha] for e in entries}
