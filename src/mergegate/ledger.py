@@ -152,7 +152,8 @@ def parse(text: str | bytes, source: str = "freeze_ledger.yaml") -> Ledger:
     if top["version"] != VERSION:
         raise doc.error(("version",), f"unsupported ledger version {top['version']!r}", "write version: 1")
     budget = _budget(doc, top.get("budget"))
-    raw_entries = top.get("entries") or []
+    raw_entries = top.get("entries")
+    raw_entries = [] if raw_entries is None else raw_entries
     yamlio.expect(doc, ("entries",), raw_entries, list, "a list of freeze entries")
     entries: list[Entry] = []
     seen: dict[str, int | None] = {}
