@@ -1,0 +1,98 @@
+"""``gate queue list | show ID | accept ID | reject ID --reason``: drafted candidates."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from mergegate import agents, gitio, repo
+from mergegate.errors import EXIT_NO, UsageError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = sub.add_parser("list", help="queued candidates")
+    listing.add_argument("--all", action="store_true", help="also accepted and rejected ones")
+    listing.add_argument("--json", action="store_true")
+    show = sub.add_parser("show", help="a candidate's code and meta.json")
+    show.add_argument("id")
+    show.add_argument("--json", action="store_true")
+    accept = sub.add_parser("accept", help="install a candidate into the oracle tree (a person only)")
+    accept.add_argument("id")
+    accept.add_argument("--force", action="store_true", help="accept although triage did not pass")
+    reject = sub.add_parser("reject", help="record why a candidate is refused")
+    reject.add_argument("id")
+    reject.add_argument("--reason", required=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    top = gitio.toplevel()
+    action: str = args.action
+    return int({"list": _list, "show": _show, "accept": _accept, "reject": _reject}[action](args, top))
+
+
+def _list(args: argparse.Namespace, top: Path) -> int:
+    from mergegate.drafter import queue
+
+    metas = [m for m in queue.entries(top) if args.all or m.status == "pending"]
+    if args.json:
+        print(json.dumps([asdict(m) for m in metas], indent=2))
+        return 0
+    if not metas:
+        print("queue empty" if args.all else "no pending candidates (`gate queue list --all` shows decided ones)")
+    for m in metas:
+        print(f"{m.id[:12]}  {m.status:<8}  triage {m.triage.get('result', '?'):<7}  {m.drafter:<11}  {m.target}")
+    return 0
+
+
+def _show(args: argparse.Namespace, top: Path) -> int:
+    from mergegate.drafter import queue
+
+    meta = queue.find(top, args.id)
+    code = queue.candidate_code(top, meta).decode("utf-8", errors="replace")
+    if args.json:
+        print(json.dumps({"meta": asdict(meta), "candidate": code}, indent=2))
+        return 0
+    print(meta.to_bytes().decode(), end="")
+    print(f"--- {queue.QUEUE}/{meta.id}/{queue.CANDIDATE}")
+    print(code, end="" if code.endswith("\n") else "\n")
+    return 0
+
+
+def _accept(args: argparse.Namespace, top: Path) -> int:
+    from mergegate.drafter import accept, queue
+
+    root = top
+    policy = repo.trusted_policy(root)
+    email = gitio.author_email(root)
+    if agents.is_agent(policy, os.environ, email):
+        why = agents.agent_reason(policy, os.environ, email)
+        print(f"gate queue: accept refused: this is an agent's environment ({why}); "
+              "only a person accepts a property into the oracle")
+        return EXIT_NO
+    meta = queue.find(root, args.id)
+    if meta.triage.get("result") != "pass" and not args.force:
+        raise UsageError(f"candidate {meta.id[:12]} did not pass triage ({meta.triage.get('result')})",
+                         "read it with `gate queue show`; accept anyway with --force, or reject it")
+    code = queue.candidate_code(root, meta)
+    done = queue.decide(root, meta.id, "accepted", "", email or "unknown",
+                        install=lambda m: accept.install(root, policy, m, code))
+    print(f"accepted {done.id[:12]}: installed {done.installed_as} (read-only), catalog entries written, "
+          "manifest re-signed; all staged")
+    print(f"commit it on its own: git commit -m 'oracle: accept drafted property for {done.target}'")
+    return 0
+
+
+def _reject(args: argparse.Namespace, top: Path) -> int:
+    from mergegate.drafter import queue
+
+    reason = args.reason.strip()
+    if not reason:
+        raise UsageError("--reason is empty", "say why, e.g. --reason 'asserts the bug'")
+    root = top
+    done = queue.decide(root, args.id, "rejected", reason, gitio.author_email(root) or "unknown")
+    print(f"rejected {done.id[:12]}: {reason}")
+    return 0

@@ -1,0 +1,98 @@
+"""Install an accepted candidate: oracle file (0444), catalog entries, claim, re-signed manifest.
+
+The result is left staged as an oracle-only change for the person to commit;
+nothing is committed here.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+from mergegate import catalog, fsutil, gitio, manifest
+from mergegate.drafter.queue import Meta
+from mergegate.errors import UsageError
+from mergegate.policy import GUARDED, ORACLE, Policy
+
+
+def oracle_dir(policy: Policy) -> str:
+    """The literal directory in front of the first oracle glob (``oracles/properties``)."""
+    for pattern in policy.paths.oracle:
+        literal = re.split(r"[*?\[]", pattern, maxsplit=1)[0]
+        prefix = literal[: literal.rfind("/")] if "/" in literal else ""
+        if prefix:
+            return prefix
+    raise UsageError("paths.oracle has no directory to install into", "write e.g. oracle: [\"oracles/properties/**\"]")
+
+
+def slug(target: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", target.lower()).strip("_")[:40] or "candidate"
+
+
+def test_functions(code: bytes) -> list[str]:
+    """Top-level ``test*`` functions of a candidate, in file order."""
+    tree = ast.parse(code)
+    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+
+
+def entry_text(pid: str, oracle: str, claim: str, covers: list[str]) -> bytes:
+    """A catalog entry (JSON strings are valid YAML scalars, so quoting is exact)."""
+    lines = [
+        f"id: {pid}",
+        f"oracle: {json.dumps(oracle)}",
+        f"claim: {json.dumps(claim)}",
+        "canary: false",
+        "quarantine_eligible: false",
+        "fixtures: []",
+        "max_examples: 100",
+        f"covers: {json.dumps(covers)}",
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def claimed_text(old: bytes, ids: list[str], source: str) -> bytes:
+    """claimed.yaml with ``ids`` appended; its leading comments kept."""
+    current = list(catalog.parse_claimed(old, source))
+    comments = [line for line in old.decode().splitlines() if line.startswith("#")]
+    merged = current + [i for i in ids if i not in current]
+    return ("\n".join([*comments, "claimed:", *(f"  - {json.dumps(i)}" for i in merged)]) + "\n").encode()
+
+
+def check_index(policy: Policy, top: Path) -> None:
+    """Refuse when something other than oracle paths is already staged (no mixed commit)."""
+    other = [c.path for c in gitio.staged_changes(top) if policy.classify(c.path) not in GUARDED]
+    if other:
+        raise UsageError(f"the index already holds non-oracle changes ({other[0]}, ...)",
+                         "commit or unstage them first: an accepted candidate is an oracle-only commit")
+
+
+def install(top: Path, policy: Policy, meta: Meta, code: bytes) -> str:
+    """Write, stage and sign; returns the oracle file's path."""
+    check_index(policy, top)
+    short = meta.id[:8]
+    rel = f"{oracle_dir(policy)}/test_{slug(meta.target)}_{short}.py"
+    if policy.classify(rel) != ORACLE:
+        raise UsageError(f"{rel} would not be an oracle path", "check paths.oracle in gate.yaml")
+    if (top / rel).exists():
+        raise UsageError(f"{rel} already exists", "remove it or reject the candidate")
+    cat_dir = policy.paths.catalog
+    staged = [rel]
+    ids = []
+    for func in test_functions(code):
+        pid = f"{func.removeprefix('test_').strip('_') or 'property'}-{short}"
+        text = entry_text(pid, f"{rel}::{func}", f"drafted by {meta.drafter} for {meta.target}; accepted by a person",
+                          [meta.target_path] if meta.target_path else [])
+        catalog.parse_entry(text, f"{cat_dir}/{pid}.yaml")  # our own output must load
+        fsutil.atomic_write(top / cat_dir / f"{pid}.yaml", text, mode=0o644)
+        staged.append(f"{cat_dir}/{pid}.yaml")
+        ids.append(pid)
+    fsutil.atomic_write(top / rel, code, mode=0o444)
+    claimed = top / cat_dir / catalog.CLAIMED_FILE
+    if claimed.is_file():
+        fsutil.atomic_write(claimed, claimed_text(claimed.read_bytes(), ids, str(claimed)))
+        staged.append(f"{cat_dir}/{catalog.CLAIMED_FILE}")
+    gitio.out(["add", "--", *(f":(literal,top){p}" for p in staged)], top)
+    manifest.sign_staged(policy, top)
+    return rel

@@ -1,0 +1,282 @@
+"""The drafter's in-container agent: drafts candidates, then triages them.
+
+This file runs INSIDE the sandbox container only (mounted read-only at
+/opt/gate/agent.py and started with ``python3 -I -B``).  It must not import
+mergegate: the container holds the standard library, hypothesis and black.
+The host never imports or runs it.
+
+Input: /job/job.json (read-only).  Output: /staging/<key>.py per draft and
+/staging/results.json, written last.  Everything it reports is advisory: the
+host re-validates every byte it reads back.
+
+Each draft and each triage runs in a forked child in its own process group,
+with an address-space limit and a deadline; after each child the agent kills
+every other process it may signal (fork bombs, daemonised leftovers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.client
+import json
+import os
+import re
+import resource
+import select
+import signal
+import socket
+import sys
+import time
+import traceback
+import types
+from collections.abc import Callable
+from typing import Any
+
+STAGING = "/staging"
+RELAY_SOCKET = "/relay/model.sock"
+WITNESS_MAX = 4000
+NOTHING = re.compile(r"\bst\s*\.\s*nothing\s*\(")
+# Hypothesis attaches one of these notes when the test body failed on a generated example.
+FAILED = re.compile(r"Falsifying example|Failing test case|distinct failures")
+FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
+
+
+# ---------------------------------------------------------------- isolation helpers
+
+def _sweep() -> None:
+    """Kill every process this user may signal except ourselves (and init)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(-1, signal.SIGKILL)
+
+
+def in_child(func: Callable[[], Any], deadline_s: float, mem_bytes: int) -> dict[str, Any]:
+    """Run ``func`` in a forked child; its JSON-able return value, or an error dict."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(read_fd)
+        code = 0
+        try:
+            os.setpgid(0, 0)
+            if mem_bytes > 0:
+                resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
+            signal.alarm(int(deadline_s) + 1)
+            result = func()
+        except BaseException as exc:  # the child reports whatever happened, then dies
+            result = {"status": "error", "reason": _describe(exc)}
+            code = 1
+        try:
+            data = json.dumps(result).encode()
+            with os.fdopen(write_fd, "wb") as out:
+                out.write(data)
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    try:
+        return _collect(pid, read_fd, deadline_s)
+    finally:
+        _sweep()
+
+
+def _collect(pid: int, read_fd: int, deadline_s: float) -> dict[str, Any]:
+    chunks: list[bytes] = []
+    end = time.monotonic() + deadline_s
+    timed_out = False
+    with os.fdopen(read_fd, "rb", buffering=0) as pipe:
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([pipe], [], [], left)
+            if not ready:
+                continue
+            chunk = pipe.read(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    if timed_out:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    if timed_out:
+        return {"status": "error", "reason": f"timeout: still running after {deadline_s:g} s, killed"}
+    try:
+        return dict(json.loads(b"".join(chunks)))
+    except ValueError:
+        if os.WIFSIGNALED(status):
+            sig = signal.Signals(os.WTERMSIG(status)).name
+            hint = " (out of memory?)" if sig == "SIGKILL" else ""
+            return {"status": "error", "reason": f"crashed: killed by {sig}{hint}"}
+        return {"status": "error", "reason": f"crashed: exit status {os.waitstatus_to_exitcode(status)}"}
+
+
+def _describe(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text[:WITNESS_MAX]
+
+
+# ---------------------------------------------------------------- drafting
+
+def draft_ghostwriter(job: dict[str, Any]) -> dict[str, Any]:
+    import importlib
+
+    from hypothesis.extra import ghostwriter
+
+    module = importlib.import_module(job["module"])
+    target: Any = module
+    for part in job["qualname"].split("."):
+        target = getattr(target, part)
+    code = ghostwriter.magic(target)
+    return {"status": "drafted", "code": code}
+
+
+def _relay_post(body: bytes, timeout_s: float) -> tuple[int, bytes]:
+    class UnixConnection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout_s)
+            self.sock.connect(RELAY_SOCKET)
+
+    conn = UnixConnection("relay", timeout=timeout_s)
+    try:
+        conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+        reply = conn.getresponse()
+        return reply.status, reply.read()
+    finally:
+        conn.close()
+
+
+def extract_code(content: str) -> str:
+    """The first fenced Python block of a model reply, else the whole reply."""
+    match = FENCE.search(content)
+    return (match.group(1) if match else content).strip() + "\n"
+
+
+def draft_openai(job: dict[str, Any], model: str, timeout_s: float) -> dict[str, Any]:
+    body = json.dumps({"model": model, "messages": job["messages"]}).encode()
+    status, data = _relay_post(body, timeout_s)
+    if status != 200:
+        return {"status": "infra", "reason": data.decode(errors="replace")[:500]}
+    reply = json.loads(data)
+    content = reply["choices"][0]["message"]["content"]
+    return {"status": "drafted", "code": extract_code(content)}
+
+
+def draft_all(job_file: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    limits = job_file["limits"]
+    out: dict[str, dict[str, Any]] = {}
+    for job in job_file["jobs"]:
+        if job_file["backend"] == "ghostwriter":
+            def work(job: dict[str, Any] = job) -> dict[str, Any]:
+                return draft_ghostwriter(job)
+        else:
+            def work(job: dict[str, Any] = job) -> dict[str, Any]:
+                return draft_openai(job, job_file["model"], limits["draft_s"])
+        result = in_child(work, limits["draft_s"], limits["mem_bytes"])
+        code = result.pop("code", None)
+        if isinstance(code, str):
+            with open(os.path.join(STAGING, job["key"] + ".py"), "w", encoding="utf-8") as handle:
+                handle.write(code)
+        out[job["key"]] = result
+        if result.get("status") == "infra":
+            break  # the trial stops at the first channel fault
+    return out
+
+
+# ---------------------------------------------------------------- triage
+
+def _test_functions(module: types.ModuleType) -> list[tuple[str, Any]]:
+    return [(name, obj) for name, obj in vars(module).items()
+            if name.startswith("test") and callable(obj) and getattr(obj, "__module__", "") == module.__name__]
+
+
+def _run_one(func: Any) -> dict[str, Any]:
+    try:
+        func()
+    except BaseException as exc:
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            return {"result": "error", "witness": _describe(exc)}
+        notes = "\n".join(getattr(exc, "__notes__", ()) or ())
+        witness = (_describe(exc) + ("\n" + notes if notes and notes not in _describe(exc) else ""))
+        kind = "fail" if FAILED.search(witness) else "error"
+        return {"result": kind, "witness": witness[:WITNESS_MAX]}
+    return {"result": "pass"}
+
+
+def triage_one(path: str) -> dict[str, Any]:
+    """Import one candidate and run each of its test functions."""
+    os.chdir("/tmp")
+    with open(path, encoding="utf-8") as handle:
+        source = handle.read()
+    module = types.ModuleType("gate_candidate")
+    module.__file__ = path
+    sys.modules["gate_candidate"] = module
+    exec(compile(source, path, "exec"), module.__dict__)
+    tests = _test_functions(module)
+    if not tests:
+        return {"result": "error", "witness": "no test function in the candidate", "tests": {}}
+    results = {name: _run_one(func) for name, func in tests}
+    order = ("error", "fail", "pass")
+    worst = min((r["result"] for r in results.values()), key=order.index)
+    witness = next((f"{n}: {r['witness']}" for n, r in results.items() if r["result"] == worst and "witness" in r), "")
+    return {"result": worst, "witness": witness[:WITNESS_MAX], "tests": {n: r["result"] for n, r in results.items()}}
+
+
+def triage_all(paths: dict[str, str], limits: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for key, path in paths.items():
+        started = time.monotonic()
+        result = in_child(functools.partial(triage_one, path), limits["triage_s"], limits["mem_bytes"])
+        if result.get("status") == "error":  # the child itself failed, not a test
+            result = {"result": "error", "witness": result.get("reason", "")}
+        result["elapsed_s"] = round(time.monotonic() - started, 3)
+        out[key] = result
+    return out
+
+
+# ---------------------------------------------------------------- main
+
+def _setup(job_file: dict[str, Any]) -> None:
+    for directory in (os.environ.get("HOME", "/tmp/home"), os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY", "/tmp/hyp")):
+        os.makedirs(directory, exist_ok=True)
+    sys.path[:0] = job_file["sys_path"]
+    if job_file["mode"] == "draft" and job_file["backend"] == "ghostwriter":
+        from hypothesis.extra import ghostwriter  # noqa: F401  (imported once, before the forks)
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "gate", database=None, max_examples=job_file["limits"]["max_examples"], derandomize=True,
+        deadline=None, print_blob=False, suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.load_profile("gate")
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[1], encoding="utf-8") as handle:
+        job_file = json.load(handle)
+    _setup(job_file)
+    drafts: dict[str, dict[str, Any]] = {}
+    if job_file["mode"] == "draft":
+        drafts = draft_all(job_file)
+        paths = {k: os.path.join(STAGING, k + ".py") for k, r in drafts.items() if r.get("status") == "drafted"}
+        for key in list(paths):
+            with open(paths[key], encoding="utf-8") as handle:
+                if NOTHING.search(handle.read()):
+                    del paths[key]  # the host rejects these; no point running them
+    else:
+        paths = {c["key"]: c["path"] for c in job_file["candidates"]}
+    triage = triage_all(paths, job_file["limits"])
+    results = json.dumps({"drafts": drafts, "triage": triage}).encode()
+    tmp = os.path.join(STAGING, ".results.json.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(results)
+    os.replace(tmp, os.path.join(STAGING, "results.json"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

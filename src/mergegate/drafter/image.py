@@ -1,0 +1,205 @@
+"""Build the drafter image without a registry.
+
+Three sources for the root filesystem, all offline once cached:
+- default: ``debootstrap --variant=minbase --include=python3 bookworm`` from the Debian
+  mirror this machine's apt already uses, cached as a tarball;
+- ``--rootfs DIR``: an existing root filesystem directory;
+- ``--base-image IMAGE``: an image already in the local engine (never pulled).
+
+The Python packages (hypothesis at the host's version, black for the ghostwriter)
+come from a local wheelhouse filled once by ``pip download`` and installed with
+``pip --no-index``.  Bookworm's python3 is 3.11, like the host.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from mergegate.drafter.options import SANDBOX_UID
+from mergegate.errors import InternalError, UsageError
+
+SUITE = "bookworm"
+SITE = "usr/local/lib/python3.11/dist-packages"
+MOUNT_POINTS = ("repo", "staging", "job", "relay", "opt/gate")
+CHANGES = (f"USER {SANDBOX_UID}:{SANDBOX_UID}", "WORKDIR /tmp", "ENV LANG=C.UTF-8",
+           "LABEL mergegate.sandbox.image=1")
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("GATE_SANDBOX_CACHE", "/var/cache/mergegate"))
+
+
+def requirements() -> list[str]:
+    """What the container needs: hypothesis pinned to the host's, black for the ghostwriter."""
+    import hypothesis
+
+    return [f"hypothesis=={hypothesis.__version__}", "black"]
+
+
+# ---------------------------------------------------------------- pure helpers
+
+def mirror_from_sources(texts: Iterable[str], suite: str = SUITE) -> str | None:
+    """The first Debian mirror that serves ``suite`` in apt sources (one-line or deb822)."""
+    for text in texts:
+        for stanza in re.split(r"\n\s*\n", text):
+            fields = dict(re.findall(r"^([A-Za-z-]+):[ \t]*(.*)$", stanza, re.M))
+            if fields.get("Types", "").split()[:1] == ["deb"] and suite in fields.get("Suites", "").split():
+                return fields.get("URIs", "").split()[0] if fields.get("URIs") else None
+            for line in stanza.splitlines():
+                parts = line.split("#", 1)[0].split()
+                if parts[:1] == ["deb"]:
+                    parts = [p for p in parts[1:] if not p.startswith("[")]
+                    if len(parts) >= 2 and parts[1] == suite:
+                        return parts[0]
+    return None
+
+
+def passwd_lines(uid: int = SANDBOX_UID) -> tuple[str, str]:
+    """The sandbox user's /etc/passwd and /etc/group lines (home in the tmpfs)."""
+    return (f"gate:x:{uid}:{uid}:mergegate sandbox:/tmp/home:/usr/sbin/nologin\n", f"gate:x:{uid}:\n")
+
+
+def _apt_sources() -> list[str]:
+    files = [Path("/etc/apt/sources.list")]
+    d = Path("/etc/apt/sources.list.d")
+    if d.is_dir():
+        files += sorted(p for p in d.iterdir() if p.suffix in (".list", ".sources"))
+    return [p.read_text(errors="replace") for p in files if p.is_file()]
+
+
+def _run(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise InternalError(f"{what} failed: {tail[0]}")
+
+
+# ---------------------------------------------------------------- steps
+
+def base_tarball(log: list[str]) -> Path:
+    """The cached debootstrap root filesystem as a tarball (made once)."""
+    tarball = cache_dir() / f"{SUITE}-minbase-python3.tar"
+    if tarball.is_file():
+        log.append(f"rootfs   cached {tarball}")
+        return tarball
+    if shutil.which("debootstrap") is None or os.geteuid() != 0:
+        raise UsageError("building the root filesystem needs debootstrap and root",
+                         "run as root with debootstrap installed, or pass --rootfs DIR or --base-image IMAGE")
+    mirror = mirror_from_sources(_apt_sources())
+    if mirror is None:
+        raise UsageError(f"no Debian {SUITE} mirror in the apt sources",
+                         "pass --rootfs DIR or --base-image IMAGE")
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="rootfs.") as tmp:
+        root = Path(tmp) / "root"
+        _run(["debootstrap", "--variant=minbase", "--include=python3", SUITE, str(root), mirror], "debootstrap")
+        for junk in ("var/cache/apt/archives", "usr/share/doc", "usr/share/man", "var/lib/apt/lists"):
+            shutil.rmtree(root / junk, ignore_errors=True)
+        _run(["tar", "-C", str(root), "-cf", f"{tarball}.tmp", "."], "tar")
+        os.replace(f"{tarball}.tmp", tarball)
+    log.append(f"rootfs   built {tarball} from {mirror}")
+    return tarball
+
+
+def wheelhouse(log: list[str]) -> Path:
+    """The local wheelhouse; filled through pip's ordinary client the first time."""
+    wheels = cache_dir() / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    have = {p.name.split("-")[0].lower() for p in wheels.glob("*.whl")}
+    import hypothesis
+
+    pinned = any(p.name.startswith(f"hypothesis-{hypothesis.__version__}-") for p in wheels.glob("*.whl"))
+    if not (pinned and "black" in have):
+        _run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(wheels),
+              *requirements()], "pip download")
+        log.append(f"wheels   downloaded into {wheels}")
+    else:
+        log.append(f"wheels   cached {wheels}")
+    return wheels
+
+
+def install_site(wheels: Path, target: Path) -> None:
+    """Install the requirements into ``target`` from the wheelhouse only (no index)."""
+    _run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-compile", "--find-links", str(wheels),
+          "--target", str(target), *requirements()], "pip install")
+
+
+def finish_rootfs(root: Path, wheels: Path) -> None:
+    """Add the sandbox user, the mount points and the Python packages to a root filesystem."""
+    passwd, group = passwd_lines()
+    with open(root / "etc/passwd", "a") as handle:
+        handle.write(passwd)
+    with open(root / "etc/group", "a") as handle:
+        handle.write(group)
+    for point in MOUNT_POINTS:
+        (root / point).mkdir(parents=True, exist_ok=True)
+    install_site(wheels, root / SITE)
+
+
+def import_tree(client: object, root: Path, image: str) -> None:
+    """``tar -C root -c . | docker import`` through the SDK."""
+    repo, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "latest")
+    with tempfile.NamedTemporaryFile(dir=cache_dir(), suffix=".tar") as tmp:
+        _run(["tar", "-C", str(root), "-cf", tmp.name, "."], "tar")
+        client.api.import_image_from_file(tmp.name, repository=repo, tag=tag or "latest",  # type: ignore[attr-defined]
+                                          changes=list(CHANGES))
+
+
+def build_from_rootfs(client: object, image: str, rootfs: Path | None, log: list[str]) -> None:
+    wheels = wheelhouse(log)
+    with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="image.") as tmp:
+        root = Path(tmp) / "root"
+        if rootfs is None:
+            root.mkdir()
+            _run(["tar", "-C", str(root), "-xf", str(base_tarball(log))], "tar")
+        else:
+            if not (rootfs / "usr/bin/python3").exists():
+                raise UsageError(f"{rootfs} has no usr/bin/python3", "pass a root filesystem with Python 3.11")
+            _run(["cp", "-a", f"{rootfs}/.", str(root)], "copy of the root filesystem")
+        finish_rootfs(root, wheels)
+        import_tree(client, root, image)
+    log.append(f"image    {image} imported")
+
+
+def build_from_image(client: object, image: str, base: str, log: list[str]) -> None:
+    """``FROM base`` plus the site packages and the user, built with no network and no pull."""
+    from docker.errors import BuildError, ImageNotFound
+
+    try:
+        client.images.get(base)  # type: ignore[attr-defined]
+    except ImageNotFound:
+        raise UsageError(f"base image {base} is not in the local engine",
+                         "load it first (docker load), or pass --rootfs DIR; nothing is pulled") from None
+    wheels = wheelhouse(log)
+    passwd, group = passwd_lines()
+    with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="ctx.") as tmp:
+        ctx = Path(tmp)
+        install_site(wheels, ctx / "site")
+        dockerfile = "\n".join([
+            f"FROM {base}",
+            f"COPY site /{SITE}",
+            f"RUN printf '%s\\n' '{passwd.strip()}' >> /etc/passwd"
+            f" && printf '%s\\n' '{group.strip()}' >> /etc/group"
+            f" && mkdir -p {' '.join('/' + p for p in MOUNT_POINTS)}",
+            *CHANGES,
+        ]) + "\n"
+        (ctx / "Dockerfile").write_text(dockerfile)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            tar.add(str(ctx), arcname=".")
+        buf.seek(0)
+        try:
+            client.images.build(fileobj=buf, custom_context=True, tag=image, pull=False,  # type: ignore[attr-defined]
+                                network_mode="none", rm=True, forcerm=True)
+        except BuildError as exc:
+            raise InternalError(f"docker build failed: {exc.msg}") from None
+    log.append(f"image    {image} built from {base}")

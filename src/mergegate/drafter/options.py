@@ -1,0 +1,99 @@
+"""The sandbox container's options, built by a pure function so a test can read every one.
+
+Nothing here talks to Docker; ``sandbox.py`` hands the dict to
+``client.containers.create(**options)`` (create never pulls an image).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+LABEL = "mergegate.sandbox"
+LABEL_DEADLINE = "mergegate.deadline"
+SANDBOX_UID = 10001
+AGENT_PATH = "/opt/gate/agent.py"
+HOME = "/tmp/home"
+HYPOTHESIS_DIR = "/tmp/hypothesis"
+RELAY_DIR = "/relay"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandbox run."""
+
+    mem_bytes: int = 1024 * 1024 * 1024
+    cpus: float = 1.0
+    pids: int = 128
+    nofile: int = 256
+    fsize_bytes: int = 4 * 1024 * 1024
+    tmpfs_bytes: int = 128 * 1024 * 1024
+    wall_clock_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class Mounts:
+    """Host paths bound into the container.  Only ``staging`` is writable."""
+
+    repo: str  # a filtered export of HEAD: the oracle tree is not in it
+    staging: str
+    job: str  # directory holding job.json (and triage-only candidates)
+    agent: str  # the agent script file
+    relay_socket: str | None = None
+
+
+def _bind(source: str, target: str, read_only: bool) -> dict[str, Any]:
+    return {"Type": "bind", "Source": source, "Target": target, "ReadOnly": read_only}
+
+
+def mounts(paths: Mounts) -> list[dict[str, Any]]:
+    """The bind mounts, in the Engine API's shape."""
+    result = [
+        _bind(paths.repo, "/repo", True),
+        _bind(paths.job, "/job", True),
+        _bind(paths.agent, AGENT_PATH, True),
+        _bind(paths.staging, "/staging", False),
+    ]
+    if paths.relay_socket:
+        # connect() on a socket needs no write permission on the mount itself.
+        result.append(_bind(paths.relay_socket, f"{RELAY_DIR}/model.sock", True))
+    return result
+
+
+def container_options(image: str, paths: Mounts, limits: Limits, deadline_epoch: float) -> dict[str, Any]:
+    """Every option of the sandbox container; see docs/drafter.md for the why of each."""
+    from docker.types import Mount, Ulimit
+
+    return {
+        "image": image,
+        "command": ["python3", "-I", "-B", AGENT_PATH, "/job/job.json"],
+        "user": f"{SANDBOX_UID}:{SANDBOX_UID}",
+        "working_dir": "/tmp",
+        "environment": {
+            "HOME": HOME,
+            "HYPOTHESIS_STORAGE_DIRECTORY": HYPOTHESIS_DIR,
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+            "LANG": "C.UTF-8",
+        },
+        "network_mode": "none",
+        "read_only": True,
+        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_bytes},mode=1777"},
+        "mounts": [Mount(m["Target"], m["Source"], type="bind", read_only=m["ReadOnly"])
+                   for m in mounts(paths)],
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "mem_limit": limits.mem_bytes,
+        "memswap_limit": limits.mem_bytes,  # equal: no swap on top of the memory limit
+        "nano_cpus": int(limits.cpus * 1e9),
+        "pids_limit": limits.pids,
+        "ulimits": [
+            Ulimit(name="nofile", soft=limits.nofile, hard=limits.nofile),
+            Ulimit(name="fsize", soft=limits.fsize_bytes, hard=limits.fsize_bytes),
+        ],
+        "init": True,
+        "ipc_mode": "private",
+        "labels": {LABEL: "1", LABEL_DEADLINE: str(int(deadline_epoch))},
+        "detach": True,
+        "use_config_proxy": False,
+    }

@@ -1,0 +1,148 @@
+"""``gate draft-props`` end to end: surface, jobs, sandbox run, host validation, queue.
+
+The host prepares inputs and reads outputs as data; drafting and triage happen
+in the container.  A draft-channel fault recorded by the relay (seed 002 INFRA)
+stops the trial before anything is queued.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mergegate import gitio
+from mergegate.drafter import backends, relay, sandbox, stage, surface
+from mergegate.drafter.channel import InfraError
+from mergegate.drafter.options import Limits, Mounts
+from mergegate.drafter.queue import Meta, now, put
+from mergegate.errors import InternalError, UsageError
+from mergegate.policy import Policy
+
+DRAFT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Request:
+    drafter: str | None = None
+    targets: tuple[str, ...] = ()
+    max_n: int | None = None
+    triage_s: float = 20.0
+    wall_clock_s: float | None = None
+    max_examples: int = 100
+
+
+@dataclass(frozen=True)
+class Queued:
+    id: str
+    target: str
+    triage: stage.Triage
+    new: bool
+
+
+@dataclass(frozen=True)
+class Report:
+    backend: str
+    model: str
+    queued: tuple[Queued, ...]
+    rejected: tuple[tuple[str, str], ...]  # (target, reason)
+    unexpected: tuple[str, ...]
+    seconds: float
+
+
+def job_document(backend: backends.Backend, jobs: list[backends.Job], limits: dict[str, Any]) -> dict[str, Any]:
+    """The agent's job.json (pure)."""
+    return {"mode": "draft", "backend": backend.name, "model": backend.model,
+            "jobs": [j.to_json() for j in jobs], "limits": limits, "sys_path": ["/repo/src", "/repo"]}
+
+
+def wall_clock(jobs: int, draft_s: float, triage_s: float) -> float:
+    """Enough for every job's own deadline, plus start-up; capped at an hour."""
+    return min(3600.0, 30.0 + jobs * (draft_s + triage_s + 2.0))
+
+
+@contextlib.contextmanager
+def _relay_for(backend: backends.Backend, jobs: int) -> Iterator[tuple[str | None, relay.RelayState | None]]:
+    channel = backend.channel()
+    if channel is None:
+        yield None, None
+        return
+    try:
+        with relay.running(channel, max_requests=jobs) as (sock, state):
+            yield sock, state
+    finally:
+        channel.close()
+
+
+def _workspace(tmp: Path, policy: Policy, top: Path, document: dict[str, Any]) -> Mounts:
+    for name in ("repo", "job", "staging"):
+        (tmp / name).mkdir()
+    sandbox.export_head(policy, tmp / "repo", top)
+    (tmp / "job" / "job.json").write_text(json.dumps(document))
+    for name in ("repo", "job"):
+        (tmp / name).chmod(0o755)
+    (tmp / "job" / "job.json").chmod(0o644)
+    # The container's user must write here; the 0700 parent keeps host users out.
+    (tmp / "staging").chmod(0o777)
+    return Mounts(repo=str(tmp / "repo"), staging=str(tmp / "staging"), job=str(tmp / "job"),
+                  agent=str(sandbox.agent_path()))
+
+
+def _check_outcome(outcome: sandbox.Outcome, state: relay.RelayState | None, limits: Limits) -> None:
+    if state is not None and state.infra is not None:
+        raise InfraError(state.infra)
+    if outcome.killed_at_wall_clock:
+        raise InternalError(f"the sandbox ran past its {limits.wall_clock_s:g} s wall clock and was killed; "
+                            "nothing was queued")
+    if outcome.exit_code != 0:
+        last = (outcome.log_tail.strip().splitlines() or ["no output"])[-1][:200]
+        oom = " (out of memory)" if outcome.oom_killed else ""
+        raise InternalError(f"the sandbox agent exited {outcome.exit_code}{oom}: {last}; nothing was queued")
+
+
+def draft(top: Path, policy: Policy, request: Request, environ: Mapping[str, str]) -> Report:
+    """Draft, triage and queue candidates for the chosen public APIs."""
+    started = time.monotonic()
+    backend = backends.make(request.drafter or policy.drafter.backend, policy.drafter, environ)
+    head = gitio.head(top)
+    if head is None:
+        raise UsageError("the repository has no commit yet", "commit the production code first")
+    apis = surface.select(surface.surface_at(head, policy, top), request.targets,
+                          request.max_n or policy.drafter.max_candidates)
+    if not apis:
+        raise UsageError("the production code has no public function or class", "check paths.production in gate.yaml")
+    jobs = backend.jobs(apis)
+    # A model call may take every retry of the channel; the ghostwriter has a fixed budget.
+    draft_s = policy.drafter.timeout_s * 3 + 5 if backend.name == "openai" else DRAFT_S
+    limits = Limits(wall_clock_s=request.wall_clock_s or wall_clock(len(jobs), draft_s, request.triage_s))
+    agent_limits = {"draft_s": draft_s, "triage_s": request.triage_s, "max_examples": request.max_examples,
+                    "mem_bytes": limits.mem_bytes // 2}
+    client = sandbox.connect()
+    image = policy.drafter.image
+    sandbox.require_image(client, image)
+    with tempfile.TemporaryDirectory(prefix="gate-draft-") as tmp_name:
+        tmp = Path(tmp_name)
+        paths = _workspace(tmp, policy, top, job_document(backend, jobs, agent_limits))
+        with _relay_for(backend, len(jobs)) as (sock, state):
+            if sock is not None:
+                paths = Mounts(paths.repo, paths.staging, paths.job, paths.agent, relay_socket=sock)
+            outcome = sandbox.run(client, image, paths, limits)
+        _check_outcome(outcome, state, limits)
+        by_key = {j.key: j for j in jobs}
+        staged, rejected, unexpected = stage.collect(tmp / "staging", {k: j.api.target for k, j in by_key.items()})
+        queued = []
+        for item in staged:
+            job = by_key[item.key]
+            meta = Meta(id=item.id, drafter=backend.name, model=backend.model, prompt_hash=job.prompt_hash,
+                        target=job.api.target, target_path=job.api.path, triage=item.triage.to_json(),
+                        created_at=now())
+            queued.append(Queued(item.id, job.api.target, item.triage, put(top, item.code, meta)))
+    return Report(backend.name, backend.model, tuple(queued),
+                  tuple((by_key[r.key].api.target, r.reason) for r in rejected), tuple(unexpected),
+                  time.monotonic() - started)
+

@@ -1,0 +1,143 @@
+"""The candidate queue: ``.gate/queue/<id>/{candidate.py,meta.json}``, id = sha256 of the candidate.
+
+Every change happens under one file lock; a new entry is written into a
+temporary directory and renamed into place, so a reader sees all of it or none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from mergegate import fsutil
+from mergegate.errors import ConfigError, UsageError
+
+QUEUE = Path(".gate") / "queue"
+CANDIDATE = "candidate.py"
+META = "meta.json"
+STATUSES = ("pending", "accepted", "rejected")
+
+
+@dataclass(frozen=True)
+class Meta:
+    """meta.json: where a candidate came from, what triage said, what a person decided."""
+
+    id: str
+    drafter: str
+    model: str
+    prompt_hash: str
+    target: str
+    target_path: str
+    triage: dict[str, Any]
+    created_at: str
+    status: str = "pending"
+    reason: str = ""
+    decided_by: str = ""
+    decided_at: str = ""
+    installed_as: str = ""
+
+    def to_bytes(self) -> bytes:
+        return (json.dumps(asdict(self), indent=2, sort_keys=True) + "\n").encode()
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def root(top: Path) -> Path:
+    return top / QUEUE
+
+
+@contextlib.contextmanager
+def locked(top: Path) -> Iterator[Path]:
+    """The queue directory, held under its lock; git ignores everything under .gate/."""
+    qdir = root(top)
+    qdir.mkdir(parents=True, exist_ok=True)
+    ignore = qdir.parent / ".gitignore"
+    if not ignore.exists():
+        fsutil.atomic_write(ignore, b"# mergegate's work area: never committed\n*\n")
+    with fsutil.locked(qdir / ".lock"):
+        yield qdir
+
+
+def put(top: Path, code: bytes, meta: Meta) -> bool:
+    """Add a candidate; False when that exact candidate is already queued."""
+    with locked(top) as qdir:
+        dest = qdir / meta.id
+        if dest.exists():
+            return False
+        tmp = Path(tempfile.mkdtemp(dir=qdir, prefix=".new-"))
+        try:
+            fsutil.atomic_write(tmp / CANDIDATE, code, mode=0o444)
+            fsutil.atomic_write(tmp / META, meta.to_bytes(), mode=0o644)
+            tmp.chmod(0o755)
+            os.rename(tmp, dest)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return True
+
+
+def _read_meta(path: Path) -> Meta:
+    source = str(path)
+    try:
+        raw = json.loads(path.read_bytes())
+        meta = Meta(**raw)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(source, None, f"unreadable queue entry ({exc})",
+                          "remove the entry directory; the drafter can make it again") from None
+    if meta.status not in STATUSES:
+        raise ConfigError(source, None, f"unknown status {meta.status!r}", "write pending, accepted or rejected")
+    return meta
+
+
+def entries(top: Path) -> list[Meta]:
+    """Every queued candidate, oldest first."""
+    qdir = root(top)
+    if not qdir.is_dir():
+        return []
+    metas = [_read_meta(d / META) for d in qdir.iterdir() if d.is_dir() and not d.name.startswith(".")]
+    return sorted(metas, key=lambda m: (m.created_at, m.id))
+
+
+def find(top: Path, prefix: str) -> Meta:
+    """The one entry whose id starts with ``prefix`` (at least 4 hex digits)."""
+    prefix = prefix.lower()
+    if len(prefix) < 4 or any(c not in "0123456789abcdef" for c in prefix):
+        raise UsageError(f"{prefix!r} is not a candidate id", "pass at least 4 hex digits; `gate queue list` shows ids")
+    matches = [m for m in entries(top) if m.id.startswith(prefix)]
+    if not matches:
+        raise UsageError(f"no queued candidate {prefix}", "`gate queue list` shows the ids")
+    if len(matches) > 1:
+        raise UsageError(f"{prefix} names {len(matches)} candidates", "give more digits of the id")
+    return matches[0]
+
+
+def candidate_code(top: Path, meta: Meta) -> bytes:
+    return (root(top) / meta.id / CANDIDATE).read_bytes()
+
+
+def decide(top: Path, candidate: str, status: str, reason: str, by: str,
+           install: Callable[[Meta], str] | None = None) -> Meta:
+    """Record a person's decision under the lock, re-reading the entry first.
+
+    ``install`` (for accept) runs inside the lock and returns where the candidate went,
+    so two concurrent accepts of one candidate cannot both install it.
+    """
+    with locked(top) as qdir:
+        meta = find(top, candidate)
+        if meta.status != "pending":
+            raise UsageError(f"candidate {meta.id[:12]} is already {meta.status}",
+                             "`gate queue list` shows the pending ones")
+        installed_as = install(meta) if install is not None else ""
+        meta = replace(meta, status=status, reason=reason, decided_by=by, decided_at=now(), installed_as=installed_as)
+        fsutil.atomic_write(qdir / meta.id / META, meta.to_bytes(), mode=0o644)
+    return meta

@@ -1,0 +1,142 @@
+"""Run the agent in a container: engine checks, the repository export, the run, the cleanup.
+
+Candidate code never runs on the host: the host writes the job, starts the
+container, waits with a wall-clock limit, kills it if needed, removes it in a
+``finally``, and only then reads back the staging directory (as data).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from mergegate import gitio
+from mergegate.drafter.options import LABEL, LABEL_DEADLINE, Limits, Mounts, container_options
+from mergegate.errors import InternalError, UsageError
+from mergegate.policy import GUARDED, Policy
+
+BUILD_FIX = "run `gate sandbox build` (nothing is pulled from a registry)"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the container ended."""
+
+    exit_code: int | None
+    killed_at_wall_clock: bool
+    oom_killed: bool
+    log_tail: str
+
+
+def connect() -> Any:
+    """A docker client whose engine answers, or a one-line UsageError."""
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError:
+        raise UsageError("the docker SDK is not installed", "pip install 'mergegate[drafter]'") from None
+    where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    try:
+        client = docker.from_env(timeout=30)
+        client.ping()
+    except DockerException as exc:
+        reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise UsageError(f"no Docker engine answers at {where} ({reason})",
+                         "start the engine (docs/drafter.md) or set DOCKER_HOST") from None
+    except Exception as exc:  # requests' own errors when the engine dies mid-handshake
+        raise UsageError(f"no Docker engine answers at {where} ({type(exc).__name__})",
+                         "start the engine (docs/drafter.md) or set DOCKER_HOST") from None
+    return client
+
+
+def require_image(client: Any, image: str) -> Any:
+    """The local image; a missing one is an error that names `gate sandbox build` (no pull)."""
+    from docker.errors import ImageNotFound
+
+    try:
+        return client.images.get(image)
+    except ImageNotFound:
+        raise UsageError(f"the sandbox image {image} is not in the local engine", BUILD_FIX) from None
+
+
+def sweep(client: Any, now: float | None = None) -> list[str]:
+    """Remove labelled sandbox containers past their deadline or no longer running."""
+    now = time.time() if now is None else now
+    removed = []
+    for box in client.containers.list(all=True, filters={"label": LABEL}):
+        deadline = float(box.labels.get(LABEL_DEADLINE, "0") or 0)
+        if box.status != "running" or deadline < now:
+            with contextlib.suppress(Exception):
+                box.remove(force=True)
+                removed.append(box.short_id)
+    return removed
+
+
+def agent_path() -> Path:
+    return Path(str(resources.files("mergegate.drafter").joinpath("agent.py")))
+
+
+# ---------------------------------------------------------------- the repository at HEAD
+
+def export_head(policy: Policy, dest: Path, cwd: str | Path | None = None) -> int:
+    """Write HEAD's tree, minus every guarded path, into ``dest``; the file count.
+
+    A filtered copy rather than the work tree: triage runs against HEAD, and the
+    oracle tree, fixtures, catalog, manifest, ledger and policy are simply absent.
+    """
+    head = gitio.head(cwd)
+    if head is None:
+        raise UsageError("the repository has no commit yet", "commit the production code first")
+    entries = [e for e in gitio.ls_tree(head, cwd) if not e.is_submodule and policy.classify(e.path) not in GUARDED]
+    blobs = dict(gitio.read_blobs((e.sha for e in entries), cwd))
+    for entry in entries:
+        target = dest / entry.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if entry.is_symlink:
+            os.symlink(os.fsdecode(blobs[entry.sha]), target)
+        else:
+            target.write_bytes(blobs[entry.sha])
+            target.chmod(0o555 if entry.mode == "100755" else 0o444)
+    for directory in (p for p in dest.rglob("*") if p.is_dir() and not p.is_symlink()):
+        directory.chmod(0o755)
+    return len(entries)
+
+
+# ---------------------------------------------------------------- one run
+
+def run(client: Any, image: str, paths: Mounts, limits: Limits) -> Outcome:
+    """Start the container, wait up to the wall clock, kill, remove.  Never raises half-way."""
+    from docker.errors import APIError
+
+    require_image(client, image)
+    sweep(client)
+    options = container_options(image, paths, limits, time.time() + limits.wall_clock_s + 60)
+    try:
+        box = client.containers.create(**options)
+    except APIError as exc:
+        raise InternalError(f"the engine refused the sandbox container: {exc.explanation or exc}") from None
+    killed = False
+    try:
+        box.start()
+        try:
+            status = box.wait(timeout=limits.wall_clock_s)
+            code: int | None = int(status.get("StatusCode", -1))
+        except Exception:  # the read timed out: the wall clock is up
+            killed = True
+            code = None
+            with contextlib.suppress(Exception):
+                box.kill()
+            with contextlib.suppress(Exception):
+                box.wait(timeout=30)
+        box.reload()
+        oom = bool(box.attrs.get("State", {}).get("OOMKilled"))
+        logs = box.logs(stdout=True, stderr=True, tail=20).decode(errors="replace")
+    finally:
+        with contextlib.suppress(Exception):
+            box.remove(force=True)
+    return Outcome(code, killed, oom, logs[-2000:])
