@@ -322,3 +322,148 @@ def files_at(treeish: str, paths: Sequence[str], cwd: str | Path | None = None) 
     entries = [e for e in _ls_tree_paths(treeish, list(paths), cwd) if not e.is_submodule and not e.is_symlink]
     blobs = dict(read_blobs((e.sha for e in entries), cwd))
     return {e.path: blobs[e.sha] for e in entries}
+
+
+# ---- pre-receive
+
+def object_format(cwd: str | Path | None = None) -> str:
+    """``sha1`` or ``sha256``: the repository's hash."""
+    return out(["rev-parse", "--show-object-format"], cwd).decode().strip()
+
+
+def batch_check(names: Sequence[str], cwd: str | Path | None = None) -> dict[str, tuple[str, str] | None]:
+    """``cat-file --batch-check`` for many object names at once: name -> (id, type), None if absent.
+
+    A name may carry a peel suffix (``<id>^{commit}``); one process for all of them.
+    """
+    wanted = list(dict.fromkeys(names))
+    if not wanted:
+        return {}
+    data = out(["cat-file", "--batch-check"], cwd, b"".join(n.encode() + b"\n" for n in wanted))
+    lines = data.decode(errors="replace").split("\n")
+    result: dict[str, tuple[str, str] | None] = {}
+    for name, line in zip(wanted, lines, strict=False):
+        fields = line.split(" ")
+        ok = len(fields) == 3 and fields[2].isdigit()
+        result[name] = (fields[0], fields[1]) if ok else None
+    return result
+
+
+def symbolic_head(cwd: str | Path | None = None) -> str | None:
+    """The ref HEAD names (a bare repository's default branch), or None when HEAD is detached."""
+    proc = run(["symbolic-ref", "-q", "HEAD"], cwd, check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def is_ancestor(ancestor: str, descendant: str, cwd: str | Path | None = None) -> bool:
+    """``merge-base --is-ancestor``: is moving ``ancestor`` to ``descendant`` a fast-forward?"""
+    proc = run(["merge-base", "--is-ancestor", ancestor, descendant], cwd, check=False)
+    if proc.returncode not in (0, 1):
+        raise GitFailed(f"git merge-base --is-ancestor failed: {proc.stderr.decode(errors='replace').strip()}")
+    return proc.returncode == 0
+
+
+@dataclass(frozen=True)
+class LoggedCommit:
+    """One commit of a push with its changes against its first parent (a root: the empty tree)."""
+
+    sha: str
+    parents: tuple[str, ...]
+    author_email: str
+    changes: tuple[Change, ...]
+
+
+_LOG_FORMAT = "%x01%H %P%x00%ae"
+
+
+def new_commits(tips: Sequence[str], cwd: str | Path | None = None) -> list[LoggedCommit]:
+    """Commits reachable from ``tips`` but from no existing ref, parents before children.
+
+    One ``git log`` for the whole push: ``--not --all`` leaves out what the
+    repository already holds (pre-receive runs before any ref moves), and a merge
+    is diffed against its first parent, i.e. by what it brings to the line it lands on.
+    """
+    if not tips:
+        return []
+    args = [
+        "-c", "log.showSignature=false", "log", "--stdin", "--not", "--all",
+        "--topo-order", "--reverse", "--root", "--raw", "-z", "--no-renames",
+        "--diff-merges=first-parent", "--no-abbrev", "--no-color", "--no-ext-diff",
+        f"--format={_LOG_FORMAT}",
+    ]
+    data = out(args, cwd, b"".join(t.encode() + b"\n" for t in tips))
+    return parse_log(data)
+
+
+def parse_log(data: bytes) -> list[LoggedCommit]:
+    """Parse ``git log --raw -z --format=%x01%H %P%x00%ae`` output.
+
+    Fields are read in order, so a path holding \\x01 or a newline is never taken for a header.
+    """
+    tokens = data.split(b"\0")
+    commits: list[LoggedCommit] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i].lstrip(b"\n")
+        if not token:
+            i += 1
+            continue
+        if not token.startswith(b"\x01") or i + 1 >= len(tokens):
+            raise GitFailed(f"git log: unexpected output near {token[:60]!r}")
+        ids = token[1:].decode().split(" ")
+        email = tokens[i + 1].decode(errors="replace")
+        i += 2
+        changes: list[Change] = []
+        while i < len(tokens) and tokens[i].lstrip(b"\n").startswith(b":"):
+            if i + 1 >= len(tokens):
+                raise GitFailed("git log: raw line without a path")
+            meta = tokens[i].lstrip(b"\n")[1:].decode().split(" ")
+            old_mode, new_mode, old_sha, new_sha, status = meta
+            changes.append(Change(old_mode, new_mode, old_sha, new_sha, status[:1], os.fsdecode(tokens[i + 1])))
+            i += 2
+        commits.append(LoggedCommit(ids[0], tuple(p for p in ids[1:] if p), email, tuple(changes)))
+    return commits
+
+
+def verify_commits(shas: Sequence[str], allowed_signers: str | Path, cwd: str | Path | None = None) -> set[str]:
+    """The commits among ``shas`` whose signature ``git verify-commit`` does not accept.
+
+    SSH signatures are checked against ``allowed_signers``; one process when all
+    verify, one per commit only to name the culprits.
+    """
+    if not shas:
+        return set()
+    config = ["-c", f"gpg.ssh.allowedSignersFile={allowed_signers}"]
+    if run([*config, "verify-commit", *shas], cwd, check=False).returncode == 0:
+        return set()
+    return {s for s in shas if run([*config, "verify-commit", s], cwd, check=False).returncode != 0}
+
+
+# ---- runner: worktrees for the differential run (issue 4)
+
+def worktree_add(path: str | Path, rev: str, cwd: str | Path | None = None) -> None:
+    """``git worktree add --detach`` of ``rev`` at ``path`` (no hooks, no checkout noise)."""
+    run(["-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet", "--force",
+         os.fspath(path), rev], cwd)
+
+
+def worktree_remove(path: str | Path, cwd: str | Path | None = None) -> None:
+    """Remove a worktree (forcefully: it holds the gate's scratch files), then prune."""
+    run(["worktree", "remove", "--force", "--force", os.fspath(path)], cwd, check=False)
+    run(["worktree", "prune"], cwd, check=False)
+
+
+def worktree_list(cwd: str | Path | None = None) -> list[str]:
+    """Paths of every registered worktree (the main one first)."""
+    data = out(["worktree", "list", "--porcelain", "-z"], cwd)
+    return [os.fsdecode(f[len(b"worktree "):]) for f in data.split(b"\0") if f.startswith(b"worktree ")]
+
+
+def author_emails(base: str, head: str, cwd: str | Path | None = None) -> list[str]:
+    """Author e-mails of the commits in ``base..head``."""
+    return [e for e in out(["log", "--format=%ae", f"{base}..{head}", "--"], cwd).decode().split("\n") if e]
+
+
+def tracked_changes(cwd: str | Path | None = None) -> list[str]:
+    """Tracked paths whose work tree or index differs from HEAD."""
+    return zsplit(out(["diff", "HEAD", "--name-only", "-z", "--no-ext-diff", "--no-renames"], cwd))

@@ -1,0 +1,226 @@
+"""``gate pre-receive``: judge every commit a push brings, by the server's trusted policy.
+
+Order of work (each step one or a few git processes, never one per commit):
+1. parse stdin (``pushlog``), check ids against the repository's hash;
+2. resolve every old and new id in one ``cat-file --batch-check`` (tags peeled);
+3. pick each ref's trusted side: a branch's own old tip, else the default branch
+   (HEAD), and read gate.yaml there, never from the pushed commits;
+4. per trusted side, one ``git log --not --all`` lists the new commits with their
+   first-parent diffs; the pure rules in ``receive_rules`` judge them.
+Anything unexpected raises, and the command turns that into a rejection.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mergegate import agents, gitio, policy, pushlog
+from mergegate.errors import UsageError
+from mergegate.fsutil import atomic_write
+from mergegate.hooks import push_manifest
+from mergegate.hooks.receive_rules import NOT_A_COMMIT, CommitFacts, Refusal, judge_commit, judge_ref
+from mergegate.manifest import Report
+from mergegate.split import split
+
+# Where servers put the pusher's login: ours, GitLab, GitHub Enterprise, Gitea.
+PUSHER_VARS = ("GATE_PUSHER", "GL_USERNAME", "GITHUB_USER_LOGIN", "GITEA_PUSHER_NAME")
+BOOTSTRAP_FIX = ("seed the repository first: push a commit holding gate.yaml with the hook not yet "
+                 "installed, then install it (docs/server.md, Bootstrap)")
+MARKER = "# mergegate pre-receive hook"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One ref update with its ids peeled to commits and the commit that holds its policy."""
+
+    update: pushlog.RefUpdate
+    old_commit: str | None
+    new_commit: str | None
+    trusted: str
+
+
+@dataclass(frozen=True)
+class Judgement:
+    refusals: tuple[Refusal, ...]
+    commits: int  # new commits judged (a commit judged under two policies counts twice)
+
+    @property
+    def ok(self) -> bool:
+        return not self.refusals
+
+
+def pushers(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Every identity the server names for the pusher (any one matching agents.pushers counts)."""
+    return tuple(dict.fromkeys(environ[v] for v in PUSHER_VARS if environ.get(v)))
+
+
+def agent_reason(pol: policy.Policy, environ: Mapping[str, str], email: str, who: tuple[str, ...]) -> str:
+    """Why this commit (or ref update, with ``email`` empty) counts as an agent's; "" if it does not."""
+    for pusher in who or (None,):
+        if agents.is_agent(pol, environ, email, pusher):
+            return agents.agent_reason(pol, environ, email, pusher)
+    return ""
+
+
+def judge_push(stdin: bytes, cwd: str | Path | None = None,
+               environ: Mapping[str, str] | None = None) -> Judgement:
+    """Judge one push; raises UsageError/ConfigError for input or a server that cannot be trusted."""
+    env = os.environ if environ is None else environ
+    updates = pushlog.parse(stdin)
+    _check_hash(updates, cwd)
+    targets, refusals = _resolve(updates, cwd)
+    groups: dict[str, list[Target]] = {}
+    for target in targets:
+        groups.setdefault(target.trusted, []).append(target)
+    judged = 0
+    found: list[Refusal] = list(refusals)
+    for trusted, group in groups.items():
+        more, count = _judge_group(trusted, group, cwd, env)
+        found += more
+        judged += count
+    return Judgement(tuple(dict.fromkeys(found)), judged)
+
+
+def _check_hash(updates: list[pushlog.RefUpdate], cwd: str | Path | None) -> None:
+    want = {"sha1": 40, "sha256": 64}.get(gitio.object_format(cwd))
+    if want is not None and len(updates[0].old) != want:
+        raise UsageError(f"stdin ids have {len(updates[0].old)} digits; this repository uses {want}",
+                         pushlog.FIX_STDIN)
+
+
+def _resolve(updates: list[pushlog.RefUpdate], cwd: str | Path | None
+             ) -> tuple[list[Target], list[Refusal]]:
+    names = [n for u in updates for oid in (u.old, u.new) if not pushlog.is_zero(oid)
+             for n in (oid, oid + "^{commit}")]
+    default_ref = gitio.symbolic_head(cwd)
+    if default_ref:
+        names.append(default_ref + "^{commit}")
+    found = gitio.batch_check(names, cwd)
+    default = found.get(f"{default_ref}^{{commit}}") if default_ref else None
+    targets: list[Target] = []
+    refusals: list[Refusal] = []
+    for u in updates:
+        old_commit = new_commit = None
+        if not u.created:
+            if found[u.old] is None:
+                raise UsageError(f"{u.ref}: old id {u.old[:12]} does not exist in this repository",
+                                 "fetch, then push again; if it persists, the server's copy is damaged")
+            old_commit = _peeled(found, u.old)
+        if not u.deleted:
+            if found[u.new] is None:
+                raise UsageError(f"{u.ref}: new id {u.new[:12]} was not received",
+                                 "push again; the pack was incomplete")
+            new_commit = _peeled(found, u.new)
+            if new_commit is None:
+                refusals.append(Refusal(u.ref, NOT_A_COMMIT, (), "tag a commit instead",
+                                        "points to a tree or blob; the gate judges commits only"))
+        trusted = old_commit if u.is_branch and old_commit else (default[0] if default else None)
+        if trusted is None:
+            raise UsageError(f"no trusted policy for {u.ref}: the default branch "
+                             f"{default_ref or 'HEAD'} does not exist on the server", BOOTSTRAP_FIX)
+        targets.append(Target(u, old_commit, new_commit, trusted))
+    return targets, refusals
+
+
+def _peeled(found: Mapping[str, tuple[str, str] | None], oid: str) -> str | None:
+    hit = found.get(oid + "^{commit}")
+    return hit[0] if hit else None
+
+
+def _policy_at(rev: str, cwd: str | Path | None) -> tuple[policy.Policy, str]:
+    """gate.yaml at the trusted commit, and its blob id; absent or broken: reject."""
+    blob = gitio.batch_check([f"{rev}:{policy.POLICY_FILE}"], cwd)[f"{rev}:{policy.POLICY_FILE}"]
+    if blob is None or blob[1] != "blob":
+        raise UsageError(f"no {policy.POLICY_FILE} at {rev[:12]}, the trusted side of this push",
+                         BOOTSTRAP_FIX)
+    data = dict(gitio.read_blobs([blob[0]], cwd))[blob[0]]
+    return policy.parse(data, f"{policy.POLICY_FILE} (server, at {rev[:12]})"), blob[0]
+
+
+def _judge_group(trusted: str, group: list[Target], cwd: str | Path | None,
+                 env: Mapping[str, str]) -> tuple[list[Refusal], int]:
+    pol, policy_blob = _policy_at(trusted, cwd)
+    who = pushers(env)
+    pusher_agent = agent_reason(pol, env, "", who)
+    refusals: list[Refusal] = []
+    for t in group:
+        ff = None
+        if pusher_agent and t.old_commit and t.new_commit:
+            ff = gitio.is_ancestor(t.old_commit, t.new_commit, cwd)
+        refusals += judge_ref(t.update.ref, t.update.deleted, ff, pusher_agent, pol.server.agent_force_push)
+    tips = [t.new_commit for t in group if t.new_commit]
+    commits = gitio.new_commits(tips, cwd)
+    splits = {c.sha: split(c.changes, pol) for c in commits}
+    guarded = [c.sha for c in commits if splits[c.sha].guarded]
+    reports: dict[str, Report] = {}
+    bad_signatures: set[str] = set()
+    signers = ""
+    if guarded:
+        trees = push_manifest.SignedTrees(pol, cwd)
+        trees.build(commits)
+        reports = push_manifest.verify(trees, guarded, policy_blob)
+        if pol.server.require_signed_oracle_commits:
+            signers, bad_signatures = _verify_signatures(pol, trusted, guarded, cwd)
+    for c in commits:
+        facts = CommitFacts(
+            c.sha, splits[c.sha], agent_reason(pol, env, c.author_email, who),
+            reports.get(c.sha),
+            None if not pol.server.require_signed_oracle_commits else c.sha not in bad_signatures,
+            signers,
+        )
+        refusals += judge_commit(facts)
+    return refusals, len(commits)
+
+
+def _verify_signatures(pol: policy.Policy, trusted: str, shas: list[str], cwd: str | Path | None
+                       ) -> tuple[str, set[str]]:
+    """``git verify-commit`` with the allowed signers read from the trusted side."""
+    name = pol.server.allowed_signers
+    if not name:
+        raise UsageError("server.require_signed_oracle_commits is on but server.allowed_signers is "
+                         "not set", "name the allowed signers file in gate.yaml (server.allowed_signers)")
+    data = gitio.file_at(trusted, name, cwd)
+    if data is None:
+        raise UsageError(f"server.allowed_signers: {name} is not in the trusted commit {trusted[:12]}",
+                         "commit the allowed signers file in an oracle-only commit")
+    with tempfile.TemporaryDirectory(prefix="gate-signers-") as tmp:
+        path = Path(tmp) / "allowed_signers"
+        path.write_bytes(data)
+        return name, gitio.verify_commits(shas, path, cwd)
+
+
+# ---------------------------------------------------------------- install
+
+
+def hook_script(python: str, fmt: str = "plain") -> str:
+    """The pre-receive script: this interpreter, absolute, so the server's PATH does not matter."""
+    return (f"#!/bin/sh\n{MARKER} (gate install --pre-receive); any failure rejects the push\n"
+            f"exec {shlex.quote(python)} -m mergegate pre-receive --format {fmt}\n")
+
+
+def install_pre_receive(bare_repo: Path, force: bool = False, fmt: str = "plain") -> Path:
+    """Write an executable ``hooks/pre-receive`` into ``bare_repo``; returns its path.
+
+    A hook that is not ours is kept unless ``force``: a server may already chain hooks.
+    """
+    if fmt not in ("plain", "gitlab"):
+        raise UsageError(f"unknown format {fmt!r}", "use plain or gitlab")
+    bare = Path(bare_repo).absolute()
+    proc = gitio.run(["rev-parse", "--is-bare-repository"], bare, check=False)
+    if proc.returncode != 0:
+        raise UsageError(f"{bare}: not a git repository", "pass a bare repository (git init --bare)")
+    if proc.stdout.strip() != b"true":
+        raise UsageError(f"{bare}: not a bare repository",
+                         "pass the server's bare repository; for a work tree use `gate install`")
+    hook = gitio.git_path("hooks", bare) / "pre-receive"
+    if hook.exists() and not force and MARKER not in hook.read_text(errors="replace"):
+        raise UsageError(f"{hook} exists and is not mergegate's",
+                         "chain it by hand (docs/server.md), or pass --force to replace it")
+    atomic_write(hook, hook_script(sys.executable, fmt).encode(), mode=0o755)
+    return hook
