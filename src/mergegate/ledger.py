@@ -275,7 +275,21 @@ def save(ledger: Ledger, path: str | Path) -> None:
     """Write atomically (temporary file, fsync, rename): never a half-written ledger."""
     from mergegate import fsutil
 
-    fsutil.atomic_write(path, render(ledger))
+    fsutil.atomic_write(path, _header(Path(path)) + render(ledger))
+
+
+def _header(path: Path) -> bytes:
+    """The leading comment lines of the file being replaced: a person's notes survive a rewrite."""
+    try:
+        lines = path.read_bytes().splitlines(keepends=True)
+    except OSError:
+        return b""
+    head = []
+    for raw in lines:
+        if not raw.startswith(b"#"):
+            break
+        head.append(raw)
+    return b"".join(head)
 
 
 # ---------------------------------------------------------------- lint
