@@ -125,3 +125,28 @@ def load_at(rev: str | None, catalog_dir: str, cwd: str | None = None) -> Catalo
     mine = [e for e in entries if e.path.startswith(prefix) and not e.is_submodule]
     blobs = dict(gitio.read_blobs((e.sha for e in mine), cwd))
     return build({e.path: blobs[e.sha] for e in mine}, catalog_dir.rstrip("/"))
+
+
+# ---- runner: spec and fixture closure hashes (issue 4)
+
+
+def spec_hash(entry: bytes | None, oracle: bytes | None) -> str:
+    """sha256 of a catalog entry's bytes plus its oracle file's bytes (None: absent)."""
+    import hashlib
+
+    hasher = hashlib.sha256()
+    for label, data in ((b"catalog", entry), (b"oracle", oracle)):
+        hasher.update(label + (b"-" if data is None else b"+%d:" % len(data)))
+        hasher.update(data or b"")
+    return hasher.hexdigest()
+
+
+def fixture_closure(prop: Property, files: Mapping[str, bytes]) -> str:
+    """sha256 over the paths and bytes of the files ``prop`` declares, in path order."""
+    import hashlib
+
+    hasher = hashlib.sha256()
+    for path in sorted(p for p in files if prop.uses_fixture(p)):
+        hasher.update(path.encode("utf-8", "surrogateescape") + b"\0")
+        hasher.update(b"%d:" % len(files[path]) + files[path] + b"\0")
+    return hasher.hexdigest()

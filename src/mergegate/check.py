@@ -1,0 +1,213 @@
+"""``gate check``: the whole pipeline, in DESIGN.md's "One pipeline" order.
+
+1. merge-base; policy, catalog and ledger from it.  2. admission (blob id;
+empty diff => reject/empty_blob).  3. canaries in fixed order => reject/canary_bad.
+4. independence (seed 004 scorecard; manifest must verify at head).  5-6. the
+differential run (fixture digests of both trees, contract).  7. per-property
+verdict and freezes (``unified``).  8. combine.  Every stage's result lands in
+one frozen ``Outcome``; ``evidence`` writes it down.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mergegate import (
+    admission,
+    agents,
+    catalog,
+    differential,
+    diffrun,
+    gitio,
+    ledger,
+    manifest,
+    repo,
+    runner,
+    scorecard,
+    split,
+    unified,
+    verdicts,
+)
+from mergegate.errors import UsageError
+from mergegate.policy import Policy
+from mergegate.verdicts import Combined
+
+REVIEW = "review"
+MANIFEST_MISMATCH = "manifest_mismatch"
+INDEPENDENCE = "independence"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Everything one check decided and why (the evidence packet's content)."""
+
+    decision: str  # admit | hold | reject | review
+    reason: str
+    base: str
+    head: str
+    merge_base: str
+    base_revision: str  # the merge-base, before any ledger-only commits
+    seeds: tuple[int, ...]
+    properties: tuple[catalog.Property, ...]
+    claimed: tuple[str, ...]
+    blob: str | None = None
+    canaries: tuple[admission.CanaryResult, ...] = ()
+    score: scorecard.Score | None = None
+    manifest_lines: tuple[str, ...] = ()
+    split_json: Mapping[str, object] = field(default_factory=dict)
+    oracle_edited: tuple[str, ...] = ()
+    pair: diffrun.Pair | None = None
+    verdicts: tuple[unified.PropertyVerdict, ...] = ()
+    combined: Combined | None = None
+    differential: differential.Decision | None = None
+    agent: bool = False
+    stopped_at: str | None = None
+
+    @property
+    def admitted(self) -> bool:
+        return self.decision == verdicts.ADMIT
+
+
+def effective_base(merge_base: str, policy: Policy, cwd: str | Path | None = None) -> str:
+    """The merge-base, stepping back over ledger-only commits.
+
+    A person opens a freeze in a ledger-only commit on top of the revision the
+    flake was reproduced on; that commit changes nothing a run depends on, so
+    the freeze's ``base_revision`` names the commit below it.
+    """
+    rev = merge_base
+    for _ in range(100):
+        parent = gitio.resolve(f"{rev}^", cwd)
+        if parent is None:
+            return rev
+        paths = {c.path for c in gitio.tree_changes(parent, rev, cwd)}
+        if not paths or paths != {policy.paths.ledger}:
+            return rev
+        rev = parent
+    return rev
+
+
+def check(base: str, head: str, *, environ: Mapping[str, str], jobs: int | None = None,
+          progress: runner.Progress | None = None, now: dt.datetime | None = None,
+          cwd: str | Path | None = None) -> Outcome:
+    """Run the pipeline for the patch ``merge-base(base, head)..head``."""
+    now = now or ledger.utcnow()
+    head_sha = gitio.must_resolve(head, cwd)
+    mb = gitio.merge_base(gitio.must_resolve(base, cwd), head_sha, cwd)
+    policy = repo.load_policy(mb, cwd)
+    cat, specs = runner.load_specs(mb, policy, cwd)
+    base_ledger = ledger.load_at(mb, policy.paths.ledger, cwd)
+    start = Outcome(
+        verdicts.REJECT, "", base, head_sha, mb, effective_base(mb, policy, cwd), policy.verdict.seeds,
+        cat.properties, cat.claimed,
+    )
+    diff = gitio.diff_bytes(mb, head_sha, cwd)
+    blob = admission.admit(diff, [], set())
+    if blob.get("reason") == "empty_blob":
+        return _stop(start, "empty_blob", "admission")
+    start = _with(start, blob=admission.blob_id(diff))
+    canaries = admission.run_canaries(diff, mb, policy, cwd)
+    start = _with(start, canaries=canaries)
+    if not all(c.ok for c in canaries):
+        return _stop(start, "canary_bad", "canaries")
+    start = _independence(start, policy, base_ledger, now, environ, cwd)
+    if start.stopped_at is not None:
+        return start
+    return _differential(start, policy, cat, specs, base_ledger, now, jobs, progress, cwd)
+
+
+def _with(outcome: Outcome, **changes: object) -> Outcome:
+    from dataclasses import replace
+
+    return replace(outcome, **changes)  # type: ignore[arg-type]
+
+
+def _stop(outcome: Outcome, reason: str, stage: str, decision: str = verdicts.REJECT) -> Outcome:
+    return _with(outcome, decision=decision, reason=reason, stopped_at=stage)
+
+
+def _independence(o: Outcome, policy: Policy, base_ledger: ledger.Ledger, now: dt.datetime,
+                  environ: Mapping[str, str], cwd: str | Path | None) -> Outcome:
+    """Seed 004: split, agent, scorecard, manifest at head."""
+    sp = split.split(gitio.tree_changes(o.merge_base, o.head, cwd), policy)
+    cat = catalog.Catalog(o.properties, o.claimed)
+    edited = split.oracle_edited(cat, sp)
+    emails = gitio.author_emails(o.merge_base, o.head, cwd)
+    agent = agents.is_agent(policy, environ) or any(agents.is_agent(policy, {}, e) for e in emails)
+    head_ledger = None
+    if policy.paths.ledger in sp.paths:
+        try:
+            head_ledger = ledger.load_at(o.head, policy.paths.ledger, cwd)
+        except UsageError:
+            head_ledger = None
+    report = manifest.verify_at(o.head, policy, cwd)
+    data = gitio.file_at(o.head, policy.paths.manifest, cwd)
+    score = scorecard.score(
+        sp.paths, policy, agent=agent, base_ledger=base_ledger, head_ledger=head_ledger, now=now,
+        manifest_ok=report.ok, manifest_sha256=hashlib.sha256(data).hexdigest() if data is not None else None,
+    )
+    o = _with(o, score=score, agent=agent, oracle_edited=edited, manifest_lines=tuple(report.lines()),
+              split_json=split.to_json(sp, edited))
+    if score.verdict == scorecard.REJECT:
+        return _stop(o, INDEPENDENCE, "independence")
+    if not report.ok:
+        return _stop(o, MANIFEST_MISMATCH, "independence")
+    return o
+
+
+def _differential(o: Outcome, policy: Policy, cat: catalog.Catalog, specs: Sequence[runner.Spec],
+                  base_ledger: ledger.Ledger, now: dt.datetime, jobs: int | None,
+                  progress: runner.Progress | None, cwd: str | Path | None) -> Outcome:
+    pair = diffrun.run_pair(o.merge_base, o.head, policy, cat, specs, o.seeds, skip_head=o.oracle_edited,
+                            jobs=jobs, progress=progress, cwd=cwd)
+    broken = sorted({r.prop for r in pair.base_rows if r.load_error})
+    if broken:
+        first = next(r for r in pair.base_rows if r.load_error)
+        raise UsageError(f"{first.prop} cannot load its oracle at the base revision: {first.error}",
+                         "fix the property's imports in an oracle-only commit, then check again")
+    edited = tuple(sorted(set(o.oracle_edited) | contract_moved(pair.contract)))
+    base_rows = [to_diff_row(r) for r in pair.base_rows]
+    head_rows = [to_diff_row(r) for r in pair.head_rows]
+    ctx = unified.RunContext(
+        base_revision=o.base_revision,
+        base_fixture_digest=pair.contract["fixture_digest"]["base"],
+        head_fixture_digest=pair.contract["fixture_digest"]["head"],
+        touched_paths=_touched(o),
+        agent=o.agent, now=now,
+    )
+    results = unified.evaluate(
+        ((p.id, p.canary, p.quarantine_eligible) for p in o.properties), base_rows, head_rows, o.seeds,
+        oracle_edited=edited, freezes=base_ledger.entries, ctx=ctx,
+    )
+    combined = verdicts.combine(unified.verdict_map(results), o.claimed, policy.verdict.combiner)
+    decision = differential.decide(base_rows, head_rows, o.seeds, [p.id for p in o.properties])
+    final, reason = combined.decision, combined.reason
+    if o.score is not None and o.score.verdict == scorecard.REVIEW and final != verdicts.REJECT:
+        final, reason = REVIEW, ",".join(o.score.reasons)
+    return _with(o, pair=pair, oracle_edited=edited, verdicts=results, combined=combined,
+                 differential=decision, decision=final, reason=reason)
+
+
+def _touched(o: Outcome) -> tuple[str, ...]:
+    from mergegate.policy import CLASSES
+
+    return tuple(sorted(p for cls in CLASSES for p in o.split_json.get(cls, ()) or ()))  # type: ignore[attr-defined]
+
+
+def contract_moved(contract: Mapping[str, object]) -> set[str]:
+    """Properties whose spec or fixture closure hash differs between the sides."""
+    moved = set()
+    for key in ("spec_hash", "fixture_closure_hash"):
+        sides = contract[key]
+        assert isinstance(sides, dict)
+        base, head = sides["base"], sides["head"]
+        moved |= {p for p in base if base.get(p) != head.get(p)}
+    return moved
+
+
+def to_diff_row(row: runner.Row) -> differential.Row:
+    return differential.Row(row.prop, row.seed, row.status, row.witness, row.signature, row.fixture_digest)

@@ -1,0 +1,102 @@
+"""``gate check``: the whole pipeline; exit 0 only when the patch is admitted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from mergegate import gitio
+from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base", required=True, help="the target branch or revision (trusted side)")
+    parser.add_argument("--head", help="the patch revision (default: HEAD; the work tree must be clean)")
+    parser.add_argument("--evidence", metavar="DIR", help="write the evidence packet here "
+                        "(default: .gate/evidence/<head>)")
+    parser.add_argument("--json", action="store_true", help="print decision.json instead of the table")
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per property)")
+    parser.add_argument("--markdown", metavar="FILE", help="also write a Markdown summary (CI step summary)")
+    parser.add_argument("-j", "--jobs", type=int, help="processes in parallel (default: one per core)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mergegate import check, evidence
+
+    head = args.head
+    if head is None:
+        dirty = gitio.tracked_changes()
+        if dirty:
+            raise UsageError(f"the work tree has uncommitted changes ({dirty[0]}, ...) that a check of HEAD "
+                             "would not see", "commit them, or pass --head REV explicitly")
+        head = "HEAD"
+    with _progress(args) as progress:
+        outcome = check.check(args.base, head, environ=os.environ, jobs=args.jobs, progress=progress)
+    where = Path(args.evidence) if args.evidence else gitio.toplevel() / ".gate" / "evidence" / outcome.head[:12]
+    evidence.write_packet(outcome, where)
+    if args.junit:
+        _write(args.junit, evidence.junit(outcome))
+    if args.markdown:
+        _write(args.markdown, evidence.markdown(outcome))
+    if args.json:
+        print(json.dumps({**evidence.decision_json(outcome), "evidence": str(where)}, indent=2, sort_keys=True))
+    else:
+        _print_table(outcome, where)
+    return EXIT_OK if outcome.admitted else EXIT_NO
+
+
+def _write(path: str, text: str) -> None:
+    from mergegate import fsutil
+
+    fsutil.atomic_write(path, text.encode())
+
+
+def _progress(args: argparse.Namespace) -> AbstractContextManager[Any]:
+    if args.json or not sys.stderr.isatty():
+        return nullcontext(None)
+    return _RichProgress()
+
+
+class _RichProgress:
+    """A rich progress bar on stderr, advanced once per finished row."""
+
+    def __enter__(self) -> Any:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self.bar = Progress(TextColumn("running properties"), BarColumn(), MofNCompleteColumn(),
+                            console=Console(stderr=True), transient=True)
+        self.bar.__enter__()
+        self.task = self.bar.add_task("rows", total=None)
+        return self.advance
+
+    def advance(self, task: Any, row: Any) -> None:
+        self.bar.advance(self.task)
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(None, None, None)
+
+
+def _print_table(outcome: Any, where: Path) -> None:
+    from mergegate import evidence
+
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        colour = {"pass": "green", "fail": "red", "inconclusive": "yellow"}
+        table = Table("property", "verdict", "reason", "detail")
+        for prop, verdict, reason, detail in evidence.prop_rows(outcome):
+            table.add_row(prop, f"[{colour.get(verdict, 'white')}]{verdict}[/]", reason, detail)
+        Console().print(table)
+    else:
+        print(evidence.table_text(outcome))
+    print()
+    for line in evidence.review_note(outcome):
+        print(line)
+    print(f"evidence: {where}")

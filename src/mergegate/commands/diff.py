@@ -1,0 +1,45 @@
+"""``gate diff``: base and head side by side under one contract, then seed 003's ``decide``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from mergegate import differential, diffrun, fsutil, gitio, repo, runner, split
+from mergegate.errors import EXIT_NO, EXIT_OK
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base", required=True, help="the parent revision (trusted side)")
+    parser.add_argument("--head", required=True, help="the patch revision")
+    parser.add_argument("--out", default=".gate/diff", help="directory for contract.json, base.jsonl, patch.jsonl")
+    parser.add_argument("--json", action="store_true", help="print the decision as JSON")
+    parser.add_argument("-j", "--jobs", type=int, help="processes in parallel (default: one per core)")
+
+
+def run(args: argparse.Namespace) -> int:
+    head = gitio.must_resolve(args.head)
+    base = gitio.merge_base(gitio.must_resolve(args.base), head)
+    policy = repo.load_policy(base)
+    cat, specs = runner.load_specs(base, policy)
+    edited = split.oracle_edited(cat, split.split(gitio.tree_changes(base, head), policy))
+    seeds = policy.verdict.seeds
+    pair = diffrun.run_pair(base, head, policy, cat, specs, seeds, skip_head=edited, jobs=args.jobs)
+    out = Path(args.out)
+    fsutil.atomic_write(out / "contract.json", diffrun.canonical(pair.contract) + b"\n")
+    runner.write_jsonl(pair.base_rows, out / "base.jsonl")
+    runner.write_jsonl(pair.head_rows, out / "patch.jsonl")
+    decision = differential.decide(
+        differential.load_jsonl(out / "base.jsonl"), differential.load_jsonl(out / "patch.jsonl"),
+        seeds, [p.id for p in cat.properties],
+    )
+    data = {"contract_hash": pair.contract_hash, "oracle_edited": list(edited), **decision.to_dict()}
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(f"decision: {decision.decision}" + (f" ({decision.reason})" if decision.reason else ""))
+        for r in decision.results:
+            print(f"  {r.prop:<32} {r.decision:<15} {r.reason}")
+        print(f"contract {pair.contract_hash[:16]}  evidence in {out}")
+    return EXIT_OK if decision.decision == differential.ACCEPT else EXIT_NO

@@ -1,0 +1,2 @@
+# mypy: ignore-errors
+"""A small shop: order totals, tax rounding, bulk discounts."""

@@ -1,0 +1,153 @@
+"""The differential run (seed 003): base and head side by side under one contract.
+
+Each revision is checked out in its own ``git worktree add --detach`` tree in a
+private temporary directory; both trees' jobs share one runner pool, so the two
+runs overlap on the cores.  The worktrees are removed afterwards, also when the
+run is interrupted (Ctrl-C, SIGTERM): handlers turn SIGTERM into
+KeyboardInterrupt so the ``finally`` blocks run, then ``git worktree prune``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import shutil
+import signal
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from mergegate import catalog, gitio, runner
+from mergegate.policy import Policy
+
+CONTRACT_VERSION = 1
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGTERM (and SIGHUP) raise KeyboardInterrupt in the main thread while inside."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    saved = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError):  # not the main thread: leave handlers alone
+            saved[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in saved.items():
+            signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def worktrees(revs: Sequence[str], cwd: str | Path | None = None) -> Iterator[list[Path]]:
+    """Detached worktrees of ``revs`` in a private temp dir; always removed and pruned."""
+    scratch = Path(tempfile.mkdtemp(prefix="gate-wt-"))
+    made: list[Path] = []
+    try:
+        with interruptible():
+            for i, rev in enumerate(revs):
+                path = scratch / f"tree{i}"
+                made.append(path)
+                gitio.worktree_add(path, rev, cwd)
+            yield made
+    finally:
+        # Ignore a second Ctrl-C while cleaning up: leaving worktrees behind is worse.
+        old = signal.getsignal(signal.SIGINT)
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            for path in made:
+                gitio.worktree_remove(path, cwd)
+            shutil.rmtree(scratch, ignore_errors=True)
+            gitio.run(["worktree", "prune"], cwd, check=False)
+        finally:
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(signal.SIGINT, old)
+
+
+def side_spec_hashes(rev: str, cat: catalog.Catalog, cwd: str | Path | None = None) -> dict[str, str]:
+    """Each property's spec hash from ``rev``'s own bytes (catalog entry + oracle file)."""
+    entries = {e.path: e for e in gitio.ls_tree(rev, cwd) if not e.is_submodule}
+    paths = {p for prop in cat.properties for p in (prop.source, prop.oracle_file)}
+    blobs = dict(gitio.read_blobs((entries[p].sha for p in paths if p in entries), cwd))
+
+    def data(path: str) -> bytes | None:
+        entry = entries.get(path)
+        return blobs[entry.sha] if entry is not None else None
+
+    return {p.id: catalog.spec_hash(data(p.source), data(p.oracle_file)) for p in cat.properties}
+
+
+def closures(tree: runner.Tree, cat: catalog.Catalog) -> dict[str, str]:
+    out = {}
+    for prop in cat.properties:
+        files = runner.files_matching(tree.root, prop.fixtures) if prop.fixtures else {}
+        out[prop.id] = catalog.fixture_closure(prop, files)
+    return out
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Both runs and the contract they were made under."""
+
+    contract: dict[str, Any]
+    base_rows: tuple[runner.Row, ...]
+    head_rows: tuple[runner.Row, ...]
+    skipped: tuple[str, ...]  # properties not run on the head (oracle edited)
+
+    @property
+    def contract_hash(self) -> str:
+        return contract_hash(self.contract)
+
+
+def contract_hash(contract: dict[str, Any]) -> str:
+    """sha256 of the contract's canonical JSON."""
+    return hashlib.sha256(canonical(contract)).hexdigest()
+
+
+def canonical(data: Any) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+
+
+def run_pair(
+    base: str, head: str, policy: Policy, cat: catalog.Catalog, specs: Sequence[runner.Spec],
+    seeds: Sequence[int], *, skip_head: Sequence[str] = (), jobs: int | None = None,
+    progress: runner.Progress | None = None, cwd: str | Path | None = None,
+) -> Pair:
+    """Run every spec on ``base`` and every spec not in ``skip_head`` on ``head``, side by side."""
+    with worktrees([base, head], cwd) as (base_dir, head_dir):
+        base_tree = runner.tree_info(base_dir, policy, "base")
+        head_tree = runner.tree_info(head_dir, policy, "head")
+        contract = make_contract(base, head, seeds, cat, base_tree, head_tree, cwd)
+        skip = set(skip_head)
+        tasks: list[runner.Task] = []
+        for spec, seed in runner.plan(specs, seeds):
+            tasks.append((base_tree, spec, seed))
+            if spec.prop.id not in skip:
+                tasks.append((head_tree, spec, seed))
+        rows = runner.run_tasks(tasks, policy, jobs, progress)
+    base_rows = tuple(r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is base_tree)
+    head_rows = tuple(r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is head_tree)
+    return Pair(contract, base_rows, head_rows, tuple(sorted(skip)))
+
+
+def make_contract(base: str, head: str, seeds: Sequence[int], cat: catalog.Catalog,
+                  base_tree: runner.Tree, head_tree: runner.Tree, cwd: str | Path | None) -> dict[str, Any]:
+    """contract.json: revisions, per-side spec and fixture closure hashes, fixture digests, seeds."""
+    return {
+        "contract_version": CONTRACT_VERSION,
+        "base": base,
+        "head": head,
+        "seeds": list(seeds),
+        "properties": [{"id": p.id, "oracle": p.oracle, "claim": p.claim} for p in cat.properties],
+        "spec_hash": {"base": side_spec_hashes(base, cat, cwd), "head": side_spec_hashes(head, cat, cwd)},
+        "fixture_closure_hash": {"base": closures(base_tree, cat), "head": closures(head_tree, cat)},
+        "fixture_digest": {"base": base_tree.fixture_digest, "head": head_tree.fixture_digest},
+    }

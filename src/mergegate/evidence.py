@@ -1,0 +1,187 @@
+"""The evidence of one check: the packet, the four-line review note, JUnit XML, Markdown.
+
+A verdict without its evidence is not a verdict: the packet is written for every
+outcome, including the ones that stopped before any run (their JSONL files are
+empty, their contract names the stage that stopped them).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from mergegate import diffrun, fsutil, runner
+from mergegate.check import Outcome
+
+
+def contract(o: Outcome) -> dict[str, Any]:
+    if o.pair is not None:
+        return {**o.pair.contract, "merge_base": o.merge_base, "base_revision": o.base_revision}
+    return {"contract_version": diffrun.CONTRACT_VERSION, "base": o.merge_base, "head": o.head,
+            "merge_base": o.merge_base, "base_revision": o.base_revision, "seeds": list(o.seeds),
+            "properties": [{"id": p.id, "oracle": p.oracle, "claim": p.claim} for p in o.properties],
+            "stopped_at": o.stopped_at}
+
+
+def contract_hash(o: Outcome) -> str:
+    return diffrun.contract_hash(contract(o))
+
+
+def reason_codes(o: Outcome) -> list[str]:
+    """Per-property reason codes (``prop=reason``), or the stage's reason when nothing ran."""
+    if o.verdicts:
+        return [f"{v.prop}={v.reason}" for v in o.verdicts]
+    codes = [o.reason]
+    if o.score is not None and o.reason == "independence":
+        codes += list(o.score.reasons)
+    missed = [c.name for c in o.canaries if not c.ok]
+    return codes + [f"canary_bad={m}" for m in missed]
+
+
+def line_counts(o: Outcome) -> tuple[int, int]:
+    if o.pair is None:
+        return 0, 0
+    return len(o.pair.base_rows), len(o.pair.head_rows)
+
+
+def review_note(o: Outcome) -> list[str]:
+    """Seed 003's four lines: contract hash, decision, reason codes, JSONL line counts."""
+    base_n, head_n = line_counts(o)
+    return [
+        f"contract: {contract_hash(o)}",
+        f"decision: {o.decision} ({o.reason})",
+        f"reasons: {', '.join(reason_codes(o)) or 'none'}",
+        f"lines: base.jsonl {base_n}, patch.jsonl {head_n}",
+    ]
+
+
+def decision_json(o: Outcome) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "decision": o.decision, "reason": o.reason, "admitted": o.admitted, "stopped_at": o.stopped_at,
+        "base": o.base, "head": o.head, "merge_base": o.merge_base, "base_revision": o.base_revision,
+        "blob": o.blob, "agent": o.agent, "contract_hash": contract_hash(o),
+        "canaries": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in o.canaries],
+        "scorecard": o.score.to_dict() if o.score else None,
+        "manifest": list(o.manifest_lines),
+        "oracle_edited": list(o.oracle_edited),
+        "properties": [v.to_dict() for v in o.verdicts],
+        "combined": o.combined.to_dict() if o.combined else None,
+        "differential": o.differential.to_dict() if o.differential else None,
+        "propose_freeze": [v.prop for v in o.verdicts if v.propose_freeze],
+        "review": [v.prop for v in o.verdicts if v.review],
+    }
+    if o.pair is not None:
+        data["fixture_digest"] = o.pair.contract["fixture_digest"]
+    return data
+
+
+def write_packet(o: Outcome, directory: str | Path) -> Path:
+    """contract.json, fixture.digest, oracle_edited.json, base.jsonl, patch.jsonl, decision.json, summary.md."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    fsutil.atomic_write(out / "contract.json", _json(contract(o)))
+    digests = o.pair.contract["fixture_digest"] if o.pair else {}
+    fsutil.atomic_write(out / "fixture.digest",
+                        "".join(f"{side} {digests[side]}\n" for side in ("base", "head") if side in digests).encode())
+    fsutil.atomic_write(out / "oracle_edited.json", _json({"oracle_edited": list(o.oracle_edited),
+                                                           "split": dict(o.split_json)}))
+    runner.write_jsonl(o.pair.base_rows if o.pair else (), out / "base.jsonl")
+    runner.write_jsonl(o.pair.head_rows if o.pair else (), out / "patch.jsonl")
+    fsutil.atomic_write(out / "decision.json", _json(decision_json(o)))
+    fsutil.atomic_write(out / "summary.md", markdown(o).encode())
+    return out
+
+
+def _json(data: Any) -> bytes:
+    return json.dumps(data, indent=2, sort_keys=True).encode() + b"\n"
+
+
+# ---------------------------------------------------------------- per-property rows
+
+
+def prop_rows(o: Outcome) -> list[tuple[str, str, str, str]]:
+    """(prop, verdict, reason, detail) for every catalog property; not run => fail."""
+    by_prop = {v.prop: v for v in o.verdicts}
+    rows = []
+    for p in sorted(o.properties, key=lambda p: p.id):
+        v = by_prop.get(p.id)
+        if v is None:
+            rows.append((p.id, "fail", "not_run", f"stopped at {o.stopped_at}: {o.reason}"))
+            continue
+        rows.append((p.id, v.verdict, v.reason, _detail(o, v)))
+    return rows
+
+
+def _detail(o: Outcome, v: Any) -> str:
+    parts = []
+    if v.freeze_id:
+        parts.append(f"frozen by {v.freeze_id}")
+    for fid, codes in v.blockers:
+        parts.append(f"freeze {fid} blocked: {', '.join(codes)}")
+    if v.propose_freeze:
+        parts.append("propose_freeze (review ticket)")
+    if v.review:
+        parts.append("flag for spec review")
+    if o.pair is not None:
+        fails = [r for r in (*o.pair.base_rows, *o.pair.head_rows) if r.prop == v.prop and r.status == "fail"]
+        if fails:
+            parts.append(f"{fails[0].witness} {fails[0].error or ''}".strip())
+    return "; ".join(parts)
+
+
+# ---------------------------------------------------------------- CI formats
+
+
+def junit(o: Outcome) -> str:
+    """One testcase per property: fail = failure, inconclusive = skipped with reason, never passed."""
+    rows = prop_rows(o)
+    failures = sum(1 for r in rows if r[1] not in ("pass", "inconclusive")) + (0 if o.admitted else 1)
+    skipped = sum(1 for r in rows if r[1] == "inconclusive")
+    cases = []
+    for prop, verdict, reason, detail in rows:
+        head = f'    <testcase classname="mergegate.properties" name={quoteattr(prop)}>'
+        if verdict == "pass":
+            cases.append(head[:-1] + "/>")
+        elif verdict == "inconclusive":
+            cases.append(f"{head}\n      <skipped message={quoteattr(f'inconclusive: {reason}; {detail}')}/>\n"
+                         "    </testcase>")
+        else:
+            cases.append(f"{head}\n      <failure message={quoteattr(f'{verdict}: {reason}')}>"
+                         f"{escape(detail)}</failure>\n    </testcase>")
+    gate_case = '    <testcase classname="mergegate" name="gate.decision"'
+    if o.admitted:
+        cases.append(gate_case + "/>")
+    else:
+        cases.append(f"{gate_case}>\n      <failure message={quoteattr(f'{o.decision}: {o.reason}')}>"
+                     f"{escape(chr(10).join(review_note(o)))}</failure>\n    </testcase>")
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<testsuites><testsuite name="mergegate" tests="{len(rows) + 1}" failures="{failures}" '
+        f'errors="0" skipped="{skipped}">\n' + "\n".join(cases) + "\n  </testsuite>\n</testsuites>\n"
+    )
+
+
+def markdown(o: Outcome) -> str:
+    """The review note, then a table: for a CI step summary and summary.md."""
+    icon = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️"}
+    lines = [f"## mergegate: {o.decision}", "", "```", *review_note(o), "```", "",
+             "| property | verdict | reason | detail |", "|---|---|---|---|"]
+    for prop, verdict, reason, detail in prop_rows(o):
+        cell = detail.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| `{prop}` | {icon.get(verdict, '')} {verdict} | {reason} | {cell} |")
+    if o.canaries:
+        lines += ["", "Canaries: " + ", ".join(f"{c.name} {'ok' if c.ok else 'MISS'}" for c in o.canaries)]
+    if o.score is not None:
+        lines += ["", f"Scorecard: {o.score.verdict}, debt {o.score.debt}, reasons {', '.join(o.score.reasons)}"]
+    return "\n".join(lines) + "\n"
+
+
+def table_text(o: Outcome) -> str:
+    """The plain terminal table (no colour)."""
+    rows = prop_rows(o)
+    width = max([len(r[0]) for r in rows] + [8])
+    out = [f"{'property':<{width}}  {'verdict':<12}  {'reason':<20}  detail"]
+    out += [f"{p:<{width}}  {v:<12}  {r:<20}  {d}" for p, v, r, d in rows]
+    return "\n".join(out)
