@@ -7,18 +7,28 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mergegate import globs, yamlio
+from mergegate import globs, pathclass, yamlio
 from mergegate.errors import ConfigError
+from mergegate.pathclass import (
+    CATALOG,
+    CLASSES,
+    FIXTURE,
+    GUARDED,
+    LEDGER,
+    MANIFEST,
+    ORACLE,
+    OTHER,
+    POLICY,
+    PRODUCTION,
+    SIGNED,
+)
 
 POLICY_FILE = "gate.yaml"
 
-PRODUCTION, ORACLE, FIXTURE, CATALOG = "production", "oracle", "fixture", "catalog"
-MANIFEST, LEDGER, POLICY, OTHER = "manifest", "ledger", "policy", "other"
-CLASSES = (PRODUCTION, ORACLE, FIXTURE, CATALOG, MANIFEST, LEDGER, POLICY, OTHER)
-GUARDED = frozenset({ORACLE, FIXTURE, CATALOG, MANIFEST, LEDGER, POLICY})
-# Everything the manifest signs: guarded, but not the manifest itself nor the ledger
-# (the ledger changes by a person's hand between oracle commits and has its own rules).
-SIGNED = frozenset({ORACLE, FIXTURE, CATALOG, POLICY})
+__all__ = [
+    "CATALOG", "CLASSES", "FIXTURE", "GUARDED", "LEDGER", "MANIFEST", "ORACLE", "OTHER",
+    "POLICY", "PRODUCTION", "SIGNED", "Policy", "classify", "parse",
+]
 
 
 @dataclass(frozen=True)
@@ -112,21 +122,10 @@ class Policy:
 
 def classify(paths: Paths, path: str) -> str:
     """Pure classifier.  Order matters: a path matching a guarded class is guarded."""
-    if path == paths.manifest:
-        return MANIFEST
-    if path == paths.ledger:
-        return LEDGER
-    if globs.matches(path, paths.policy):
-        return POLICY
-    if path == paths.catalog or path.startswith(paths.catalog.rstrip("/") + "/"):
-        return CATALOG
-    if globs.matches(path, paths.fixtures):
-        return FIXTURE
-    if globs.matches(path, paths.oracle):
-        return ORACLE
-    if globs.matches(path, paths.production):
-        return PRODUCTION
-    return OTHER
+    return pathclass.classify(
+        path, production=paths.production, oracle=paths.oracle, fixtures=paths.fixtures,
+        catalog=paths.catalog, manifest=paths.manifest, ledger=paths.ledger, policy=paths.policy,
+    )
 
 
 def globs_match_any(text: str, patterns: tuple[str, ...]) -> bool:

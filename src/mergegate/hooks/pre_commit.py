@@ -7,6 +7,7 @@ the path classes from HEAD's policy: a commit cannot reclassify itself.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 from collections.abc import Callable, Mapping
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mergegate import agents, gitio, manifest, repo
+from mergegate.hooks import fast
 from mergegate.policy import Policy
 from mergegate.split import Split, split
 
@@ -37,6 +39,17 @@ def gather(cwd: str | Path | None = None, environ: Mapping[str, str] | None = No
     top = gitio.toplevel(cwd)
     pol = repo.trusted_policy(top)
     return Context(top, pol, split(gitio.staged_changes(top), pol), environ if environ is not None else os.environ)
+
+
+def _remember(ctx: Context, verified: bool) -> None:
+    """Feed the fast path: HEAD's policy paths, and HEAD's tree when its manifest verified."""
+    proc = gitio.run(["rev-parse", "--git-path", "mergegate", "HEAD^{tree}", "HEAD:gate.yaml"], ctx.top, check=False)
+    lines = os.fsdecode(proc.stdout).split("\n")
+    if proc.returncode != 0 or len(lines) < 3:
+        return
+    cache = str(ctx.top / lines[0]) if not os.path.isabs(lines[0]) else lines[0]
+    paths = dataclasses.asdict(ctx.policy.paths)
+    fast.remember(cache, lines[2], paths, lines[1] if verified else None)
 
 
 def _q(paths: tuple[str, ...]) -> str:
@@ -76,6 +89,8 @@ def manifest_hook(ctx: Context) -> Outcome:
         return Outcome(name, False, f"gate-manifest: {mpath} re-signed, stage it: git add {shlex.quote(mpath)}")
     report = manifest.verify_at(None, index_policy, ctx.top)
     if report.ok:
+        # No guarded path changes: the index has HEAD's signed files, so HEAD's tree verified too.
+        _remember(ctx, verified=not ctx.split.guarded)
         return Outcome(name, True)
     details = "\n".join(f"  {line}" for line in report.lines())
     return Outcome(
