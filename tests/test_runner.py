@@ -1,0 +1,241 @@
+"""The property runner on real repositories: rows, isolation, attacks, bad input, shards."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import commit, gate, git, init_repo, sign_and_commit, write
+
+BROKEN_TAX = '''\
+from decimal import ROUND_HALF_UP, Decimal
+
+CENT = Decimal("0.01")
+
+
+def tax_for(amount, rate):
+    return (amount * Decimal(rate)).quantize(Decimal(1), rounding=ROUND_HALF_UP)
+'''
+
+
+def project_files() -> dict[str, str]:
+    root = resources.files("mergegate").joinpath("demo", "project")
+    with resources.as_file(root) as src:
+        return {p.relative_to(src).as_posix(): p.read_text() for p in Path(src).rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts}
+
+
+def catalog_entry(pid: str, func: str, file: str = "oracles/properties/test_extra.py", **extra: object) -> str:
+    lines = [f"id: {pid}", f"oracle: {file}::{func}", 'claim: "test"', "max_examples: 10"]
+    lines += [f"{k}: {json.dumps(v)}" for k, v in extra.items()]
+    return "\n".join(lines) + "\n"
+
+
+EXTRA = '''\
+import json
+import time
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+
+@given(st.nothing())
+def test_nothing(x):
+    pass
+
+
+@given(st.integers())
+def test_sleeps(n):
+    time.sleep(30)
+
+
+@given(st.integers(0, 3))
+def test_reads_holidays(n):
+    json.loads((Path(__file__).parents[1] / "fixtures" / "holidays.json").read_text())
+
+
+@given(st.integers(0, 3))
+def test_crashes(n):
+    from shop.crash import boom
+    boom()
+'''
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = init_repo(tmp_path_factory.mktemp("shop"))
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["oracles/properties/test_extra.py"] = EXTRA
+    files["oracles/catalog/prop.nothing.yaml"] = catalog_entry("prop.nothing", "test_nothing")
+    files["oracles/catalog/prop.sleeps.yaml"] = catalog_entry("prop.sleeps", "test_sleeps")
+    files["oracles/catalog/prop.reads.yaml"] = catalog_entry("prop.reads", "test_reads_holidays")
+    files["oracles/catalog/prop.crashes.yaml"] = catalog_entry("prop.crashes", "test_crashes")
+    files["oracles/catalog/claimed.yaml"] = "claimed: [prop.order_total, prop.tax_round, prop.bulk_discount]\n"
+    policy = (repo / "gate.yaml").read_text() + "runner: {timeout_s: 4}\n"
+    files["gate.yaml"] = policy
+    files["src/shop/crash.py"] = "import os, signal\n\ndef boom():\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+    sign_and_commit(repo, files, "the shop")
+    return repo
+
+
+def run_rows(repo: Path, *args: str, code: int | None = None) -> list[dict[str, object]]:
+    out = repo.parent / "rows.jsonl"
+    proc = gate(repo, "run", "--tree", ".", "--trusted", "HEAD", "--out", str(out), *args)
+    if code is not None:
+        assert proc.returncode == code, proc.stdout + proc.stderr
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def test_row_fields_and_pass(shop: Path) -> None:
+    rows = run_rows(shop, "--only", "prop.order_total", "--seeds", "11,29", code=0)
+    assert [(r["prop"], r["seed"], r["status"]) for r in rows] == [
+        ("prop.order_total", 11, "pass"), ("prop.order_total", 29, "pass")]
+    row = rows[0]
+    assert set(row) >= {"prop", "seed", "status", "witness", "signature", "spec_hash", "fixture_closure",
+                        "examples", "duration_s"}
+    assert row["examples"] == 30  # the catalog's max_examples, counted by the runner itself
+    assert row["fixtures_opened"] == ["oracles/fixtures/rates.json"]
+    assert len(str(row["spec_hash"])) == 64 and len(str(row["fixture_closure"])) == 64
+
+
+def test_failure_witness_signature_deterministic(shop: Path) -> None:
+    write(shop, {"src/shop/tax.py": BROKEN_TAX})
+    try:
+        first = run_rows(shop, "--only", "prop.tax_round", code=1)
+        second = run_rows(shop, "--only", "prop.tax_round", code=1)
+    finally:
+        git(shop, "checkout", "--", "src/shop/tax.py")
+    assert all(r["status"] == "fail" for r in first)
+    assert {r["witness"] for r in first} == {"AssertionError:oracles/properties/test_tax.py:17"}
+    assert [(r["signature"], r["examples"]) for r in first] == [(r["signature"], r["examples"]) for r in second]
+
+
+def test_zero_examples_is_a_fail(shop: Path) -> None:
+    rows = run_rows(shop, "--only", "prop.nothing", "--seeds", "11", code=1)
+    assert rows[0]["status"] == "fail" and rows[0]["examples"] == 0
+
+
+def test_timeout_and_crash_are_fails(shop: Path) -> None:
+    rows = run_rows(shop, "--only", "prop.sleeps", "--only", "prop.crashes", "--seeds", "11", code=1)
+    by = {r["prop"]: r for r in rows}
+    assert by["prop.sleeps"]["status"] == "fail" and by["prop.sleeps"]["witness"] == "Timeout:runner"
+    assert by["prop.crashes"]["status"] == "fail" and by["prop.crashes"]["witness"] == "Crash:runner"
+
+
+def test_undeclared_fixture_is_flagged_and_fails(shop: Path) -> None:
+    rows = run_rows(shop, "--only", "prop.reads", "--seeds", "11", code=1)
+    assert rows[0]["status"] == "fail"
+    assert rows[0]["undeclared_fixtures"] == ["oracles/fixtures/holidays.json"]
+
+
+# Each attack sits at import time in the production module the failing property imports.
+ATTACKS = {
+    "settings profile": "from hypothesis import settings, Phase\n"
+                        "settings.register_profile('quiet', max_examples=1, phases=[Phase.explicit])\n"
+                        "settings.load_profile('quiet')\n",
+    "given is a no-op": "import hypothesis\nhypothesis.given = lambda *a, **k: (lambda f: (lambda *x, **y: None))\n",
+    "strategies replaced": "import hypothesis.strategies as st\nfrom decimal import Decimal as _D\n"
+                           "st.decimals = lambda *a, **k: st.just(_D(0))\n",
+    "builtins patched": "import builtins\nbuiltins.abs = lambda x: 0\n",
+    "hypothesis module swapped": "import sys, types\nfake = types.ModuleType('hypothesis')\n"
+                                 "fake.given = lambda *a, **k: (lambda f: f)\nsys.modules['hypothesis'] = fake\n",
+    "os._exit(0)": "import os\nos._exit(0)\n",
+    "sys.exit(0)": "import sys\nsys.exit(0)\n",
+    "atexit exit 0": "import atexit, os\natexit.register(lambda: os._exit(0))\n",
+    "skip exception": "import unittest\nraise unittest.SkipTest('skipped by production')\n",
+    "settrace": "import sys\nsys.settrace(lambda *a: None)\n",
+}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_production_cannot_neuter_a_failing_property(shop: Path, attack: str) -> None:
+    write(shop, {"src/shop/tax.py": ATTACKS[attack] + BROKEN_TAX})
+    try:
+        rows = run_rows(shop, "--only", "prop.tax_round", "--seeds", "11")
+    finally:
+        git(shop, "checkout", "--", "src/shop/tax.py")
+    assert rows and all(r["status"] == "fail" for r in rows), rows
+
+
+def test_conftest_sitecustomize_pth_and_pycache_are_not_loaded(shop: Path) -> None:
+    exit_now = "import os\nos._exit(0)\n"
+    skipper = "import pytest\n\ndef pytest_collection_modifyitems(items):\n" \
+              "    for i in items:\n        i.add_marker(pytest.mark.skip)\n"
+    planted = {"conftest.py": skipper, "oracles/conftest.py": skipper, "src/sitecustomize.py": exit_now,
+               "src/usercustomize.py": exit_now, "src/evil.pth": "import os; os._exit(0)\n",
+               "pytest.ini": "[pytest]\naddopts = -p no:hypothesispytest\n",
+               "src/shop/tax.py": BROKEN_TAX}
+    write(shop, planted)
+    try:
+        rows = run_rows(shop, "--only", "prop.tax_round", "--seeds", "11", code=1)
+    finally:
+        write(shop, {p: None for p in planted if p != "src/shop/tax.py"})
+        git(shop, "checkout", "--", "src/shop/tax.py")
+    assert rows[0]["status"] == "fail"
+    assert rows[0]["witness"] == "AssertionError:oracles/properties/test_tax.py:17"
+
+
+def test_trusted_oracle_bytes_run_not_the_trees(shop: Path) -> None:
+    """An oracle weakened in the tree is not what runs: the trusted revision's bytes are."""
+    weak = (shop / "oracles/properties/test_tax.py").read_text().replace('Decimal("0.005")', 'Decimal("9")')
+    write(shop, {"src/shop/tax.py": BROKEN_TAX, "oracles/properties/test_tax.py": weak})
+    try:
+        rows = run_rows(shop, "--only", "prop.tax_round", "--seeds", "11", code=1)
+    finally:
+        git(shop, "checkout", "--", "src/shop/tax.py", "oracles/properties/test_tax.py")
+    assert rows[0]["status"] == "fail"
+
+
+def test_shards_merge_back_to_the_whole(shop: Path, tmp_path: Path) -> None:
+    args = ("--rev", "HEAD", "--only", "prop.order_total", "--only", "prop.tax_round", "--seeds", "11,29")
+    gate(shop, "run", *args, "--out", str(tmp_path / "all.jsonl"), check=0)
+    for k in (1, 2, 3):
+        gate(shop, "run", *args, "--shard", f"{k}/3", "--out", str(tmp_path / f"s{k}.jsonl"), check=0)
+    gate(shop, "merge-runs", *(str(tmp_path / f"s{k}.jsonl") for k in (1, 2, 3)),
+         "--out", str(tmp_path / "merged.jsonl"), "--seeds", "11,29", check=0)
+
+    def keyed(name: str) -> list[tuple[object, ...]]:
+        rows = [json.loads(x) for x in (tmp_path / name).read_text().splitlines()]
+        return [(r["prop"], r["seed"], r["status"], r["spec_hash"], r["examples"]) for r in rows]
+
+    assert keyed("merged.jsonl") == keyed("all.jsonl") and len(keyed("all.jsonl")) == 4
+    dup = gate(shop, "merge-runs", str(tmp_path / "s1.jsonl"), str(tmp_path / "s1.jsonl"),
+               "--out", str(tmp_path / "bad.jsonl"))
+    assert dup.returncode == 2 and "also in another shard" in dup.stderr
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_bad_inputs_are_clear_errors(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["oracles/catalog/prop.ghost.yaml"] = catalog_entry("prop.ghost", "test_x", file="oracles/properties/none.py")
+    sign_and_commit(repo, files, "missing oracle file")
+    proc = gate(repo, "run", "--rev", "HEAD", "--out", str(tmp_path / "o.jsonl"))
+    assert proc.returncode == 2 and "does not exist" in proc.stderr and "fix:" in proc.stderr
+
+    sign_and_commit(repo, {"oracles/catalog/prop.ghost.yaml": catalog_entry(
+        "prop.ghost", "test_missing", file="oracles/properties/test_tax.py")}, "missing function")
+    proc = gate(repo, "run", "--rev", "HEAD", "--out", str(tmp_path / "o.jsonl"))
+    assert proc.returncode == 2 and "has no function test_missing" in proc.stderr
+
+    sign_and_commit(repo, {"oracles/properties/test_ghost.py": "import no_such_module_anywhere\n\n"
+                           "def test_x():\n    pass\n",
+                           "oracles/catalog/prop.ghost.yaml": catalog_entry(
+                               "prop.ghost", "test_x", file="oracles/properties/test_ghost.py")}, "bad import")
+    proc = gate(repo, "run", "--rev", "HEAD", "--only", "prop.ghost", "--seeds", "11",
+                "--out", str(tmp_path / "o.jsonl"))
+    assert proc.returncode == 2 and "could not load its oracle" in proc.stderr
+    row = json.loads((tmp_path / "o.jsonl").read_text())
+    assert row["status"] == "fail" and "no_such_module_anywhere" in row["error"]
+
+    proc = gate(repo, "run", "--rev", "no-such-rev", "--out", str(tmp_path / "o.jsonl"))
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
+    commit(repo, {}, "empty")
+    assert shutil.which("git")
