@@ -16,7 +16,7 @@ import os
 import shlex
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from mergegate.fsutil import atomic_write
 from mergegate.hooks import push_manifest
 from mergegate.hooks.receive_rules import NOT_A_COMMIT, CommitFacts, Refusal, judge_commit, judge_ref
 from mergegate.manifest import Report
-from mergegate.split import split
+from mergegate.split import Split
 
 # Where servers put the pusher's login: ours, GitLab, GitHub Enterprise, Gitea.
 PUSHER_VARS = ("GATE_PUSHER", "GL_USERNAME", "GITHUB_USER_LOGIN", "GITEA_PUSHER_NAME")
@@ -155,27 +155,53 @@ def _judge_group(trusted: str, group: list[Target], cwd: str | Path | None,
             ff = gitio.is_ancestor(t.old_commit, t.new_commit, cwd)
         refusals += judge_ref(t.update.ref, t.update.deleted, ff, pusher_agent, pol.server.agent_force_push)
     tips = [t.new_commit for t in group if t.new_commit]
-    commits = gitio.new_commits(tips, cwd)
-    splits = {c.sha: split(c.changes, pol) for c in commits}
-    guarded = [c.sha for c in commits if splits[c.sha].guarded]
+    splitter = Splitter(pol)
+    commits: list[gitio.LoggedCommit] = []
+    splits: dict[str, Split] = {}  # only commits touching a guarded path: no rule bites the others
+    for c in gitio.iter_new_commits(tips, cwd):  # judged while git is still walking
+        commits.append(c)
+        if splitter.touches_guarded(c.changes):
+            splits[c.sha] = splitter.split(c.changes)
     reports: dict[str, Report] = {}
     bad_signatures: set[str] = set()
     signers = ""
-    if guarded:
+    required = pol.server.require_signed_oracle_commits
+    if splits:
         trees = push_manifest.SignedTrees(pol, cwd)
         trees.build(commits)
-        reports = push_manifest.verify(trees, guarded, policy_blob)
-        if pol.server.require_signed_oracle_commits:
-            signers, bad_signatures = _verify_signatures(pol, trusted, guarded, cwd)
-    for c in commits:
-        facts = CommitFacts(
-            c.sha, splits[c.sha], agent_reason(pol, env, c.author_email, who),
-            reports.get(c.sha),
-            None if not pol.server.require_signed_oracle_commits else c.sha not in bad_signatures,
-            signers,
-        )
+        reports = push_manifest.verify(trees, list(splits), policy_blob)
+        if required:
+            signers, bad_signatures = _verify_signatures(pol, trusted, list(splits), cwd)
+    for c in reversed(commits):  # oldest first, as the pusher wrote them
+        if c.sha not in splits:
+            continue
+        facts = CommitFacts(c.sha, splits[c.sha], agent_reason(pol, env, c.author_email, who),
+                            reports.get(c.sha), c.sha not in bad_signatures if required else None, signers)
         refusals += judge_commit(facts)
     return refusals, len(commits)
+
+
+class Splitter:
+    """``split.split`` with each path classified once per push (thousands of commits, few paths)."""
+
+    def __init__(self, pol: policy.Policy) -> None:
+        self.policy = pol
+        self.memo: dict[str, str] = {}
+
+    def classify(self, path: str) -> str:
+        cls = self.memo.get(path)
+        if cls is None:
+            cls = self.memo[path] = self.policy.classify(path)
+        return cls
+
+    def touches_guarded(self, changes: Iterable[gitio.Change]) -> bool:
+        return any(self.classify(c.path) in policy.GUARDED for c in changes)
+
+    def split(self, changes: Iterable[gitio.Change]) -> Split:
+        buckets: dict[str, list[str]] = {c: [] for c in policy.CLASSES}
+        for path in sorted({c.path for c in changes}):
+            buckets[self.classify(path)].append(path)
+        return Split({c: tuple(ps) for c, ps in buckets.items()})
 
 
 def _verify_signatures(pol: policy.Policy, trusted: str, shas: list[str], cwd: str | Path | None
