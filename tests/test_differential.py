@@ -154,3 +154,20 @@ def test_contract(tmp_path: Path) -> None:
 def test_bad_contract(text: str) -> None:
     with pytest.raises(ConfigError):
         parse_contract(text, "differential-contract.json")
+
+
+def test_parse_digest_file_both_layouts() -> None:
+    from mergegate.differential import parse_digest_file
+
+    assert parse_digest_file("abc\n") == {"base": "abc", "head": "abc"}
+    assert parse_digest_file("base d1\nhead d2\n") == {"base": "d1", "head": "d2"}
+    assert parse_digest_file("") == {}
+
+
+def test_side_digest() -> None:
+    from mergegate.differential import side_digest
+
+    assert side_digest({"fixture_digest": {"base": "d1", "head": "d2"}}, "head") == "d2"
+    assert side_digest({"fixture_digest": "d1"}, "base") == "d1"
+    assert side_digest({"base_fixture_digest": "d3", "fixture_digest": "d1"}, "base") == "d3"
+    assert side_digest({}, "base") is None

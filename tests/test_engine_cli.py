@@ -464,3 +464,43 @@ def test_freeze_list_bad_ledger(repo: Path) -> None:
     write(repo, {"freeze_ledger.yaml": LEDGER + "    colour: blue\n"})
     proc = gate(repo, "freeze", "list", check=2)
     assert "freeze_ledger.yaml:14" in proc.stderr and "unknown key 'colour'" in proc.stderr
+
+
+# ---------------------------------------------------------------- the evidence packet `gate check` writes
+def check_packet(tmp_path: Path) -> Path:
+    """An evidence directory in the layout of mergegate.evidence.write_packet."""
+    ev = tmp_path / "packet"
+    base = rows("prop.order_total", "fail", "fail") + rows("prop.tax_round", "pass", "pass")
+    base = base.replace('"signature"', '"fixture_digest": "digest-1", "examples": 10, "signature"')
+    write(ev, {
+        "base.jsonl": base,
+        "patch.jsonl": base,
+        "contract.json": json.dumps({
+            "contract_version": 1, "base": "mb-1", "base_revision": "rev-9", "head": "h-1", "seeds": [11, 29],
+            "properties": [{"id": "prop.order_total", "oracle": "o.py::t", "claim": "c"}],
+            "fixture_digest": {"base": "digest-1", "head": "digest-1"}}),
+        "fixture.digest": "base digest-1\nhead digest-1\n",
+        "oracle_edited.json": json.dumps({"oracle_edited": [], "split": {"production": ["src/orders.py"],
+                                                                         "other": []}}),
+    })
+    write(tmp_path, {**CATALOG, "freeze_ledger.yaml": LEDGER})
+    return ev
+
+
+def test_verdict_reads_a_check_packet(tmp_path: Path) -> None:
+    check_packet(tmp_path)
+    proc = gate(tmp_path, "verdict", "--evidence", "packet", "--catalog", "cat", "--json", *NOW, check=1)
+    data = json.loads(proc.stdout)
+    assert by_prop(data)["prop.order_total"] == ("inconclusive", "frozen")
+    # without the split's touched paths the freeze would not overlap the patch
+    write(tmp_path / "packet", {"oracle_edited.json": json.dumps({"oracle_edited": [], "split": {}})})
+    proc = gate(tmp_path, "verdict", "--evidence", "packet", "--catalog", "cat", "--json", *NOW, check=1)
+    assert by_prop(json.loads(proc.stdout))["prop.order_total"] == ("fail", "uniform_fail")
+
+
+def test_freeze_open_from_a_check_packet(repo: Path) -> None:
+    ev = check_packet(repo.parent)
+    gate(repo, *OPEN[:3], "prop.order_total", *OPEN[4:], "--expires", "14d", "--evidence", str(ev), check=0)
+    (entry,) = json.loads(gate(repo, "freeze", "list", "--json", check=0).stdout)["entries"]
+    assert (entry["prop_id"], entry["signature"], entry["fixture_digest"], entry["base_revision"]) == (
+        "prop.order_total", "sig-a", "digest-1", "rev-9")

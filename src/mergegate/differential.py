@@ -242,3 +242,26 @@ def load_contract(path: str | Path) -> Contract:
         return parse_contract(path.read_text(encoding="utf-8"), str(path))
     except FileNotFoundError:
         raise ConfigError(str(path), None, "no contract file", 'write {"seeds": [...]} there') from None
+
+
+def parse_digest_file(text: str) -> dict[str, str]:
+    """``fixture.digest``: one bare digest (seed 000's ``tee``), or ``base <d>``/``head <d>`` lines.
+
+    A bare digest is returned for both sides.
+    """
+    lines = [ln.split() for ln in text.splitlines() if ln.strip()]
+    if len(lines) == 1 and len(lines[0]) == 1:
+        return {"base": lines[0][0], "head": lines[0][0]}
+    return {parts[0]: parts[1] for parts in lines if len(parts) == 2}
+
+
+def side_digest(contract: dict[str, Any], side_name: str) -> str | None:
+    """A side's fixture digest from a contract: ``fixture_digest`` as a string or ``{"base","head"}``,
+    or ``<side>_fixture_digest``."""
+    value = contract.get(f"{side_name}_fixture_digest")
+    if isinstance(value, str) and value:
+        return value
+    value = contract.get("fixture_digest")
+    if isinstance(value, dict):
+        value = value.get(side_name)
+    return value if isinstance(value, str) and value else None

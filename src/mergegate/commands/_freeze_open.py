@@ -44,7 +44,7 @@ def _reproduction(args: argparse.Namespace) -> tuple[list[differential.Row], dic
         if (ev / "contract.json").is_file():
             contract = dict(differential.load_contract(ev / "contract.json").raw)
         if (ev / "fixture.digest").is_file():
-            digest = (ev / "fixture.digest").read_text().strip() or None
+            digest = differential.parse_digest_file((ev / "fixture.digest").read_text()).get("base")
         if not args.run:
             rows = differential.load_jsonl(ev / "base.jsonl")
     if args.run:
@@ -64,10 +64,9 @@ def _match_keys(args: argparse.Namespace, rows: list[differential.Row], contract
         raise UsageError(f"the base rows of {args.prop} carry {len(sigs)} signature(s) {sorted(map(str, sigs))}",
                          "a freeze binds exactly one reproduced signature")
     digests = {r.fixture_digest for r in fails if r.fixture_digest} | ({digest} if digest else set())
-    for key in ("base_fixture_digest", "fixture_digest"):
-        if isinstance(contract.get(key), str):
-            digests.add(contract[key])
-            break
+    from_contract = differential.side_digest(contract, "base")
+    if from_contract:
+        digests.add(from_contract)
     if len(digests) != 1:
         raise UsageError(f"the evidence has {len(digests)} fixture digests for {args.prop}",
                          "use evidence from one run (fixture.digest or rows with fixture_digest)")

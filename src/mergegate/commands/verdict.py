@@ -89,15 +89,26 @@ def _catalog(directory: str | None) -> Any:
 
 
 def _digest(raw: dict[str, Any], which: str, rows: list[diff.Row], evidence: str | None) -> str | None:
-    nested = raw.get("fixture_digests")
-    for value in (raw.get(f"{which}_fixture_digest"), nested.get(which) if isinstance(nested, dict) else None,
-                  raw.get("fixture_digest")):
-        if isinstance(value, str) and value:
-            return value
+    found = diff.side_digest(raw, which)
+    if found:
+        return found
     if evidence and (Path(evidence) / "fixture.digest").is_file():
-        return (Path(evidence) / "fixture.digest").read_text().strip() or None
-    found = {r.fixture_digest for r in rows}
-    return found.pop() if len(found) == 1 else None  # rows that disagree give no digest: freezes void
+        return diff.parse_digest_file((Path(evidence) / "fixture.digest").read_text()).get(which)
+    digests = {r.fixture_digest for r in rows}
+    return digests.pop() if len(digests) == 1 else None  # rows that disagree give no digest: freezes void
+
+
+def _split_paths(path: Path | None) -> tuple[str, ...]:
+    """The touched paths a check recorded: ``oracle_edited.json``'s ``split`` (one list per path class)."""
+    if path is None or not path.exists():
+        return ()
+    data = _json_file(path)
+    split = data.get("split") if isinstance(data, dict) else None
+    if not isinstance(split, dict):
+        return ()
+    from mergegate.policy import CLASSES
+
+    return tuple(sorted({p for c in CLASSES for p in split.get(c) or () if isinstance(p, str)}))
 
 
 def _summary(rows: list[diff.Row], prop: str) -> str:
@@ -135,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     if claimed is None:
         claimed = tuple(p for p, _, _ in props)
     base_rev = args.base_revision or raw.get("base_revision") or raw.get("base") or ""
-    touched = tuple(args.touched if args.touched is not None else raw.get("touched") or ())
+    touched = tuple(args.touched if args.touched is not None else raw.get("touched") or _split_paths(edited_path))
     ctx = unified.RunContext(
         base_revision=str(base_rev),
         base_fixture_digest=args.fixture_digest or _digest(raw, "base", base_rows, ev),
