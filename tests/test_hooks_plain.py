@@ -197,3 +197,36 @@ def test_broken_policy_fails_closed(repo: Path) -> None:
     assert code != 0  # git reports any hook failure as 1; the hook itself exits 2
     assert "gate.yaml (at" in out and "not valid YAML" in out
     assert gate(repo, "hook", "all").returncode == 2
+
+
+def test_merge_is_judged_on_what_it_makes_anew(repo: Path) -> None:
+    from tests.helpers import sign_and_commit
+
+    git(repo, "checkout", "-q", "-b", "feature")
+    commit(repo, {"src/feature.py": "F = 1\n"}, "feature work")
+    git(repo, "checkout", "-q", "main")
+    sign_and_commit(repo, {"oracles/fixtures/new.json": "[]"}, "oracle-only on main")
+    commit(repo, {"README.md": "conflict: main\n"}, "main readme")
+    git(repo, "checkout", "-q", "feature")
+    commit(repo, {"README.md": "conflict: feature\n"}, "feature readme")
+    # main's oracle change plus feature's production change: each was judged on its own commit
+    assert git(repo, "merge", "-q", "--no-edit", "main", check=False).returncode != 0  # README conflicts
+    write(repo, {"README.md": "resolved\n"})
+    git(repo, "add", "README.md")
+    code, out = do_commit(repo, "--no-edit")
+    assert code == 0, out
+    gate(repo, "manifest", "verify", "--rev", "HEAD", check=0)
+
+
+def test_evil_merge_mixing_anew_is_refused(repo: Path) -> None:
+    git(repo, "checkout", "-q", "-b", "feature")
+    commit(repo, {"README.md": "feature\n"}, "feature readme")
+    git(repo, "checkout", "-q", "main")
+    commit(repo, {"README.md": "main\n"}, "main readme")
+    git(repo, "checkout", "-q", "feature")
+    git(repo, "merge", "-q", "--no-edit", "main", check=False)
+    write(repo, {"README.md": "resolved\n", "src/evil.py": "1\n", "oracles/fixtures/evil.json": "[]"})
+    git(repo, "add", "-A")
+    code, out = do_commit(repo, "--no-edit")
+    assert code == 1
+    assert "production: src/evil.py" in out and "guarded:    oracles/fixtures/evil.json" in out

@@ -147,6 +147,31 @@ def staged_changes(cwd: str | Path | None = None) -> list[Change]:
     return parse_raw(out(["diff-index", "--cached", "--raw", "-z", "--no-renames", "--no-ext-diff", base], cwd))
 
 
+def merge_heads(cwd: str | Path | None = None) -> list[str]:
+    """The other parents of a merge being committed (``MERGE_HEAD``), else []."""
+    try:
+        text = git_path("MERGE_HEAD", cwd).read_text()
+    except OSError:
+        return []
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def staged_commit_changes(cwd: str | Path | None = None) -> list[Change]:
+    """What the commit being made brings that none of its parents has.
+
+    For an ordinary commit that is the index against HEAD.  For a merge, a path
+    counts only when the index differs from *every* parent: what the merge takes
+    unchanged from one side was judged when that side was committed; what it
+    makes anew (a conflict resolution, an evil merge) is judged now.
+    """
+    changes = staged_changes(cwd)
+    for other in merge_heads(cwd):
+        against = {c.path for c in parse_raw(out(
+            ["diff-index", "--cached", "--raw", "-z", "--no-renames", "--no-ext-diff", other], cwd))}
+        changes = [c for c in changes if c.path in against]
+    return changes
+
+
 def tree_changes(old: str, new: str, cwd: str | Path | None = None) -> list[Change]:
     """Changes between two trees or commits (recursive, no rename detection)."""
     return parse_raw(out(["diff-tree", "-r", "--raw", "-z", "--no-renames", "--no-ext-diff", old, new], cwd))

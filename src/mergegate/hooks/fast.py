@@ -91,6 +91,8 @@ def _accept() -> bool:
     if len(lines) < 5:
         return False
     cache, index, head, tree, policy_blob = lines[:5]
+    if os.path.exists(os.path.join(os.path.dirname(cache), "MERGE_HEAD")):
+        return False  # a merge: the full check judges it against every parent
     parent = lines[5] if len(lines) > 6 else None
     index = os.environ.get("GIT_INDEX_FILE") or index
     st = os.stat(index)

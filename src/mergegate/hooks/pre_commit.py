@@ -38,7 +38,8 @@ class Outcome:
 def gather(cwd: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Context:
     top = gitio.toplevel(cwd)
     pol = repo.trusted_policy(top)
-    return Context(top, pol, split(gitio.staged_changes(top), pol), environ if environ is not None else os.environ)
+    changes = gitio.staged_commit_changes(top)
+    return Context(top, pol, split(changes, pol), environ if environ is not None else os.environ)
 
 
 def _remember(ctx: Context, verified: bool) -> None:
