@@ -11,6 +11,7 @@ import pytest
 from mergegate import admission
 from mergegate.admission import Check, Kind, admit, blob_id
 from mergegate.ledger import Entry
+from mergegate.patchparse import DiffError, parse_diff
 from mergegate.policy import Policy
 from tests.helpers import commit, git, init_repo
 
@@ -211,3 +212,53 @@ def test_canary_results_become_checks() -> None:
     good, bad = admission.CanaryResult("apply_check", True, ""), admission.CanaryResult("parse_diff", False, "")
     assert good.check() == Check("apply_check", True, False, Kind.PROP_PASS)
     assert bad.check() == Check("parse_diff", True, False, Kind.CANARY_FAIL)
+
+
+# ---------------------------------------------------------------- the parse_diff canary's reader
+GOOD = (b"diff --git a/src/a.py b/src/a.py\nindex 1..2 100644\n--- a/src/a.py\n+++ b/src/a.py\n"
+        b"@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n")
+
+
+@pytest.mark.parametrize(
+    ("diff", "touched", "added"),
+    [
+        (GOOD, ("src/a.py",), [(2, b"y = 3")]),
+        (b"From abc Mon Sep 17 00:00:00 2001\nSubject: [PATCH] x\n\n---\n" + GOOD, ("src/a.py",), [(2, b"y = 3")]),
+        (b"diff --git a/n.py b/n.py\nnew file mode 100644\nindex 0..1\n--- /dev/null\n+++ b/n.py\n@@ -0,0 +1 @@\n+k\n",
+         ("n.py",), [(1, b"k")]),
+        (b"diff --git a/o.py b/o.py\ndeleted file mode 100644\n--- a/o.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-k\n",
+         ("o.py",), []),
+        (b"diff --git a/x b/y\nsimilarity index 100%\nrename from x\nrename to y\n", ("x", "y"), []),
+        (b"diff --git a/s.sh b/s.sh\nold mode 100644\nnew mode 100755\n", ("s.sh",), []),
+        (b"diff --git a/i.png b/i.png\nindex 1..2 100644\nGIT binary patch\nliteral 3\nKcmZ?wbN>JW\n\n", ("i.png",),
+         []),
+        (b'diff --git "a/t\\303\\251st.py" "b/t\\303\\251st.py"\n--- "a/t\\303\\251st.py"\n+++ "b/t\\303\\251st.py"\n'
+         b"@@ -1 +1 @@\n-a\n+b\n\\ No newline at end of file\n", ("t\u00e9st.py",), [(1, b"b")]),
+    ],
+    ids=["modify", "mail-preamble", "new-file", "deleted-file", "rename", "mode-change", "binary", "quoted-path"],
+)
+def test_parse_diff_reads(diff: bytes, touched: tuple[str, ...], added: list[tuple[int, bytes]]) -> None:
+    parsed = parse_diff(diff)
+    assert parsed.touched == touched
+    assert [a for f in parsed.files for a in f.added] == added
+
+
+@pytest.mark.parametrize(
+    "diff",
+    [
+        b"",
+        b"just some words\n",
+        DIFF,  # the seed's sketch: '@@' without line ranges is not a patch git can apply
+        GOOD.replace(b"@@ -1,2 +1,2 @@", b"@@ -1,3 +1,2 @@"),
+        GOOD.replace(b"@@ -1,2 +1,2 @@", b"@@ -1,1 +1,1 @@"),
+        GOOD.replace(b"+++ b/src/a.py\n", b""),
+        GOOD.replace(b"a/src/a.py", b"a/../etc/passwd"),
+        b"--- a/x\n+++ b/x\n",
+        GOOD + b"+stray\n",
+    ],
+    ids=["empty", "prose", "seed-sketch", "short-hunk", "long-hunk", "no-plus-header", "escapes-repo",
+         "no-hunks", "stray-line"],
+)
+def test_parse_diff_refuses(diff: bytes) -> None:
+    with pytest.raises(DiffError):
+        parse_diff(diff)
