@@ -120,7 +120,9 @@ def _resolve(updates: list[pushlog.RefUpdate], cwd: str | Path | None
             if new_commit is None:
                 refusals.append(Refusal(u.ref, NOT_A_COMMIT, (), "tag a commit instead",
                                         "points to a tree or blob; the gate judges commits only"))
-        trusted = old_commit if u.is_branch and old_commit else (default[0] if default else None)
+        # A deletion has no commits; its only question (is the pusher an agent?) is the repository's.
+        own = u.is_branch and not u.deleted and old_commit
+        trusted = old_commit if own else (default[0] if default else None)
         if trusted is None:
             raise UsageError(f"no trusted policy for {u.ref}: the default branch "
                              f"{default_ref or 'HEAD'} does not exist on the server", BOOTSTRAP_FIX)
