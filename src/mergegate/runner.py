@@ -348,17 +348,25 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
         (scratch / "pycache").mkdir()
         (scratch / "home").mkdir()
         closures = _closures(tasks)
-        with Pool(size, policy.runner.timeout_s, scratch) as pool, ThreadPoolExecutor(size) as ex:
+        pool = Pool(size, policy.runner.timeout_s, scratch)
+        ex = ThreadPoolExecutor(size)
 
-            def one(index: int) -> Row:
-                tree, spec, seed = tasks[index]
-                job = _job(index, tree, spec, seed, policy, scratch)
-                row = _row(tree, spec, seed, pool.submit(job), policy, closures[(tree.root, spec.prop.id)])
-                if progress is not None:
-                    progress(tasks[index], row)
-                return row
+        def one(index: int) -> Row:
+            tree, spec, seed = tasks[index]
+            job = _job(index, tree, spec, seed, policy, scratch)
+            row = _row(tree, spec, seed, pool.submit(job), policy, closures[(tree.root, spec.prop.id)])
+            if progress is not None:
+                progress(tasks[index], row)
+            return row
 
-            return list(ex.map(one, range(len(tasks))))
+        try:
+            futures = [ex.submit(one, i) for i in range(len(tasks))]
+            return [f.result() for f in futures]
+        finally:
+            # Kill the zygotes first (an interrupt must not wait for running properties),
+            # then let the feeding threads finish against the closed pool.
+            pool.close()
+            ex.shutdown(wait=True, cancel_futures=True)
 
 
 def _closures(tasks: Sequence[Task]) -> dict[tuple[Path, str], str]:
