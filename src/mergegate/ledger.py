@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ class Entry:
     expires_at: dt.datetime
     witness: str = ""
     allows_agent_rely: bool = False
-    line: int | None = None
+    line: int | None = field(default=None, compare=False)  # for messages; not part of identity
 
     def expired(self, now: dt.datetime) -> bool:
         """True once ``expires_at`` is not in the future."""
