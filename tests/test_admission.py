@@ -196,9 +196,12 @@ def test_policy_markers_are_used(repo: Path) -> None:
         ({"src/calc.py": CALC.replace("def _helper", "def _other")}, True, ""),
         ({"src/calc.py": CALC + "\n\ndef extra():\n    pass\n"}, True, ""),
         ({"tests/test_calc.py": "x = 1\n"}, True, ""),  # not a production module
+        ({"src/calc.py": CALC.replace("def add(a, b)", "def _add(a, b)") + "\nadd = _add\n"}, True, ""),
+        ({"src/calc.py": CALC.replace("def add(a, b):\n    return a - b\n", "from math import fsum as add\n")},
+         True, ""),
     ],
     ids=["function-vanished", "class-made-private", "module-deleted", "head-syntax-error", "private-renamed",
-         "name-added", "tests-not-production"],
+         "name-added", "tests-not-production", "function-became-alias", "function-became-import"],
 )
 def test_public_signature(repo: Path, files: dict[str, str | None], ok: bool, words: str) -> None:
     diff = patch_of(repo, files)
@@ -262,3 +265,14 @@ def test_parse_diff_reads(diff: bytes, touched: tuple[str, ...], added: list[tup
 def test_parse_diff_refuses(diff: bytes) -> None:
     with pytest.raises(DiffError):
         parse_diff(diff)
+
+
+def test_format_patch_mail_passes_the_canaries(repo: Path) -> None:
+    from tests.helpers import commit as do_commit
+
+    do_commit(repo, {"src/calc.py": CALC.replace("a - b", "a + b")}, "fix add")
+    mail = git(repo, "format-patch", "-1", "--stdout", "HEAD").stdout.encode()
+    assert b"\n-- \n" in mail  # the mail signature a parser must not read as a hunk
+    results = admission.run_canaries(mail, "HEAD~1", Policy(), repo)
+    assert names(results) == [(n, True) for n in admission.CANARIES]
+    assert parse_diff(mail).touched == ("src/calc.py",)

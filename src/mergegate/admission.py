@@ -143,6 +143,25 @@ def public_names(source: bytes) -> frozenset[str]:
     return frozenset(n.name for n in tree.body if isinstance(n, kinds) and not n.name.startswith("_"))
 
 
+def bound_names(source: bytes) -> frozenset[str]:
+    """Every name a module binds at top level: defs, classes, assignments, imports.
+
+    A public function that becomes ``add = _fast_add`` or ``from ._impl import add``
+    is still there for callers, so it has not vanished.
+    """
+    tree = ast.parse(source)
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return frozenset(names)
+
+
 def canary_public_signature(before: Mapping[str, bytes | None],
                             after: Mapping[str, bytes | None]) -> CanaryResult:
     """Every public name of each module at base is still defined there at head.
@@ -161,7 +180,7 @@ def canary_public_signature(before: Mapping[str, bytes | None],
             continue  # the base never offered a readable API here
         new = after.get(path)
         try:
-            new_names = public_names(new) if new is not None else frozenset()
+            new_names = bound_names(new) if new is not None else frozenset()
         except (SyntaxError, ValueError) as exc:
             return CanaryResult("public_signature", False, f"{path} does not parse at head: {exc}")
         lost.extend(f"{path}::{name}" for name in sorted(old_names - new_names))

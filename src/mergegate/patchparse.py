@@ -96,6 +96,8 @@ def parse_diff(diff: bytes) -> ParsedDiff:
         if line.startswith(b"diff --git ") or line.startswith(b"--- "):
             i, patch = _file(lines, i)
             files.append(patch)
+        elif line == b"-- " and files:
+            break  # format-patch's mail signature ("-- ", then the git version) ends the patch
         elif line.startswith((b"@@", b"+", b"-")) and files:
             raise DiffError(f"line {i + 1}: stray hunk line outside a file")
         else:
