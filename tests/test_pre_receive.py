@@ -429,6 +429,35 @@ def test_internal_error_fails_closed(srv: Server) -> None:
     assert "push rejected" in proc.stderr
 
 
+def test_blob_cache_written_from_the_quarantine_and_optional(srv: Server) -> None:
+    """Accepted pushes prove the hook saw the quarantined objects; the cache is a bonus."""
+    sign_and_commit(srv.work, {ORACLE: "def test_p():\n    pass\n"})
+    assert_accepted(srv, srv.push())
+    cache = srv.bare / "mergegate" / "blob-sha256"
+    blob = git(srv.bare, "rev-parse", f"main:{ORACLE}").stdout.strip()
+    assert blob in cache.read_text()
+    cache.unlink()
+    cache.mkdir()  # unwritable where it matters: the hook must still decide
+    sign_and_commit(srv.work, {ORACLE: "def test_p():\n    assert 1\n"})
+    assert_accepted(srv, srv.push())
+    before = srv.ref("main")
+    commit(srv.work, {ORACLE: "def test_p():\n    assert 2\n"})  # not re-signed
+    assert_rejected(srv, srv.push(), before)
+
+
+def test_corrupt_policy_object_is_an_internal_error(srv: Server) -> None:
+    blob = git(srv.bare, "rev-parse", "main:gate.yaml").stdout.strip()
+    loose = srv.bare / "objects" / blob[:2] / blob[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(b"not zlib")
+    main = srv.ref("main")
+    proc = srv.hook(f"{main} {main} refs/heads/main\n")
+    assert proc.returncode == 3, proc.stderr
+    assert "cannot be read" in proc.stderr and "push rejected" in proc.stderr
+    commit(srv.work, {"src/app.py": "x = 1\n"})
+    assert_rejected(srv, srv.push(), main)
+
+
 def test_quarantined_objects_are_gone_after_a_rejection(srv: Server) -> None:
     bad = commit(srv.work, {"src/app.py": "x = 1\n", ORACLE: "y = 1\n"})
     assert srv.push().returncode != 0
@@ -439,6 +468,7 @@ def test_quarantined_objects_are_gone_after_a_rejection(srv: Server) -> None:
 
 
 def _ssh_key(tmp: Path, name: str) -> tuple[Path, str]:
+    assert shutil.which("ssh-keygen"), "signed-commit checks need ssh-keygen: apt-get install openssh-client"
     key = tmp / name
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(key)], check=True)
     return key, (tmp / f"{name}.pub").read_text().strip()
@@ -454,7 +484,6 @@ def _signed_commit(work: Path, files: dict[str, str | None], key: Path | None) -
     return git(work, "rev-parse", "HEAD").stdout.strip()
 
 
-@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen (apt-get install openssh-client)")
 def test_require_signed_oracle_commits(tmp_path: Path) -> None:
     s = make_server(tmp_path, hook=False)
     good_key, good_pub = _ssh_key(tmp_path, "pat")

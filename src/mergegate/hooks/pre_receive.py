@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mergegate import agents, gitio, policy, pushlog
-from mergegate.errors import UsageError
+from mergegate.errors import InternalError, UsageError
 from mergegate.fsutil import atomic_write
 from mergegate.hooks import push_manifest
 from mergegate.hooks.receive_rules import NOT_A_COMMIT, CommitFacts, Refusal, judge_commit, judge_ref
@@ -138,6 +138,9 @@ def _peeled(found: Mapping[str, tuple[str, str] | None], oid: str) -> str | None
 def _policy_at(rev: str, cwd: str | Path | None) -> tuple[policy.Policy, str]:
     """gate.yaml at the trusted commit, and its blob id; absent or broken: reject."""
     blob = gitio.batch_check([f"{rev}:{policy.POLICY_FILE}"], cwd)[f"{rev}:{policy.POLICY_FILE}"]
+    if blob is None and gitio.out(["ls-tree", "--name-only", rev, "--", policy.POLICY_FILE], cwd).strip():
+        raise InternalError(f"{policy.POLICY_FILE} at {rev[:12]} is listed but cannot be read "
+                            "(object missing or corrupt)", "run `git fsck` on the server repository")
     if blob is None or blob[1] != "blob":
         raise UsageError(f"no {policy.POLICY_FILE} at {rev[:12]}, the trusted side of this push",
                          BOOTSTRAP_FIX)
