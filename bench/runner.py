@@ -1,0 +1,63 @@
+"""Bench: the property runner against plain pytest, same properties and examples, one core.
+
+Builds the demo shop, then runs its three properties at seeds 11, 29, 47 with
+max_examples=N: once through ``mergegate.runner`` (one fresh forked process per
+property x seed, jobs=1) and once through ``pytest --hypothesis-seed`` (one pytest
+process per seed, PYTHONPATH=src, a profile with the same settings).  Goal: <= 1.3x.
+
+    .venv/bin/python bench/runner.py [N]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mergegate import repo, runner
+from mergegate.demo import build
+
+SEEDS = (11, 29, 47)
+CONFTEST = """
+from hypothesis import settings, Phase, HealthCheck
+settings.register_profile("bench", max_examples={n}, database=None, deadline=None, derandomize=False,
+                          phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink),
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("bench")
+"""
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    with tempfile.TemporaryDirectory() as tmp:
+        shop = build.build(Path(tmp))
+        head = build.git(shop, "rev-parse", "HEAD")
+        policy = repo.load_policy(head, shop)
+        _cat, specs = runner.load_specs(head, policy, shop)
+        specs = [dataclasses.replace(s, prop=dataclasses.replace(s.prop, max_examples=n)) for s in specs]
+        tree = runner.tree_info(shop, policy)
+        tasks = [(tree, spec, seed) for spec, seed in runner.plan(specs, SEEDS)]
+        started = time.perf_counter()
+        rows = runner.run_tasks(tasks, policy, jobs=1)
+        ours = time.perf_counter() - started
+        assert all(r.status == "pass" for r in rows), [r.to_json() for r in rows if r.status != "pass"]
+        (shop / "conftest.py").write_text(CONFTEST.format(n=n))
+        env = {**os.environ, "PYTHONPATH": str(shop / "src")}
+        started = time.perf_counter()
+        for seed in SEEDS:
+            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                            f"--hypothesis-seed={seed}", "oracles/properties"], cwd=shop, env=env, check=True,
+                           capture_output=True)
+        plain = time.perf_counter() - started
+    print(f"properties x seeds: {len(tasks)}, max_examples={n}, one core")
+    print(f"runner (fresh process per property x seed): {ours:.2f}s")
+    print(f"plain pytest (one process per seed):         {plain:.2f}s")
+    print(f"ratio runner/pytest: {ours / plain:.2f}x (goal <= 1.3x)")
+
+
+if __name__ == "__main__":
+    main()
