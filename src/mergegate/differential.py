@@ -84,6 +84,14 @@ class Contract:
 
 # ---------------------------------------------------------------- the decision
 
+def group(rows: Iterable[Row]) -> dict[str, list[Row]]:
+    """Rows by property, in their original order (so one pass, not one scan per property)."""
+    out: dict[str, list[Row]] = {}
+    for r in rows:
+        out.setdefault(r.prop, []).append(r)
+    return out
+
+
 def seed_split(statuses: Iterable[str]) -> bool:
     """Both pass and fail in one side's schedule."""
     seen = set(statuses)
@@ -134,8 +142,9 @@ def decide(parent: Sequence[Row], patch: Sequence[Row], seeds: Sequence[int],
     if not parent or not patch:
         return Decision(REJECT, (), INCOMPLETE_CONTRACT)
     seeds = list(dict.fromkeys(int(s) for s in seeds))
-    props = sorted({r.prop for r in parent} | {r.prop for r in patch} | set(properties))
-    results = tuple(classify(parent, patch, prop, seeds) for prop in props)
+    by_parent, by_patch = group(parent), group(patch)
+    props = sorted(set(by_parent) | set(by_patch) | set(properties))
+    results = tuple(classify(by_parent.get(p, ()), by_patch.get(p, ()), p, seeds) for p in props)
     if any(r.decision == REJECT for r in results):
         return Decision(REJECT, results)
     if any(r.decision == PROPOSE_FREEZE for r in results):

@@ -183,9 +183,13 @@ def evaluate(
     ctx: RunContext,
 ) -> tuple[PropertyVerdict, ...]:
     """``per_property`` for each ``(id, canary, quarantine_eligible)``, in the order given."""
+    by_base, by_head = diff.group(base_rows), diff.group(head_rows)
+    by_prop: dict[str, list[Entry]] = {}
+    for entry in freezes:
+        by_prop.setdefault(entry.prop_id, []).append(entry)
     return tuple(
-        per_property(pid, base_rows, head_rows, seeds, oracle_edited=pid in oracle_edited,
-                     freezes=freezes, ctx=ctx, canary=canary, quarantine_eligible=eligible)
+        per_property(pid, by_base.get(pid, []), by_head.get(pid, []), seeds, oracle_edited=pid in oracle_edited,
+                     freezes=by_prop.get(pid, ()), ctx=ctx, canary=canary, quarantine_eligible=eligible)
         for pid, canary, eligible in props
     )
 
