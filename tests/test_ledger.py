@@ -64,6 +64,8 @@ def test_empty_entries() -> None:
         (HEAD + ENTRY + ENTRY, 18, "duplicate freeze id 'FZ-014'"),
         (HEAD + ENTRY.replace('"2026-09-26T09:00:00Z"', '"next tuesday"'), 16, "bad date"),
         (HEAD + ENTRY.replace('"2026-09-12T09:00:00Z"', '"2026-13-01"'), 15, "bad date"),
+        (HEAD + ENTRY.replace('"2026-09-26T09:00:00Z"', '"2026-09-01"'), 16, "not after opened_at"),
+        (HEAD + "  - just a string\n", 6, "must be a mapping"),
         (HEAD + ENTRY.replace("    signature: sig-a\n", ""), 6, "required key 'signature'"),
         (HEAD + ENTRY.replace("allows_agent_rely: false", "allows_agent_rely: maybe"), 17, "true or false"),
         (HEAD + ENTRY.replace('["src/parser/**"]', "[]"), 11, "paths"),
@@ -97,7 +99,7 @@ def test_render_round_trips(tmp_path: Path) -> None:
 def test_lint_flags_expired_and_over_budget() -> None:
     led = ledger.parse("version: 1\nbudget: {max_active: 1}\nentries:\n" + ENTRY
                        + ENTRY.replace("FZ-014", "FZ-015")
-                       + ENTRY.replace("FZ-014", "FZ-016").replace("2026-09-26", "2026-09-01"))
+                       + ENTRY.replace("FZ-014", "FZ-016").replace("2026-09-26", "2026-09-15"))
     problems = ledger.lint(led, NOW)
     assert [p.code for p in problems] == ["expired", "over_budget"]
     assert problems[0].entry == "FZ-016"

@@ -203,12 +203,13 @@ def _entry(doc: yamlio.Doc, path: yamlio.Path, raw: Any) -> Entry:
             raise doc.error((*path, "paths", i), f"bad glob {pattern!r}", "fix the pattern")
     rely = values.get("allows_agent_rely", False)
     yamlio.expect(doc, (*path, "allows_agent_rely"), rely, bool, "true or false")
-    return Entry(
-        paths=paths, witness=witness, allows_agent_rely=rely, line=doc.line(path),
-        opened_at=_date(doc, (*path, "opened_at"), values["opened_at"]),
-        expires_at=_date(doc, (*path, "expires_at"), values["expires_at"]),
-        **strings,
-    )
+    opened = _date(doc, (*path, "opened_at"), values["opened_at"])
+    expires = _date(doc, (*path, "expires_at"), values["expires_at"])
+    if expires <= opened:
+        raise doc.error((*path, "expires_at"), "expires_at is not after opened_at",
+                        "give an expiry later than the opening date")
+    return Entry(paths=paths, witness=witness, allows_agent_rely=rely, line=doc.line(path),
+                 opened_at=opened, expires_at=expires, **strings)
 
 
 def _date(doc: yamlio.Doc, path: yamlio.Path, value: Any) -> dt.datetime:
