@@ -246,6 +246,37 @@ def test_several_refs_one_bad_rejects_the_whole_push(srv: Server) -> None:
     assert short(good) not in proc.stderr.split("gate pre-receive")[0]
 
 
+def test_many_branches_in_one_push(srv: Server) -> None:
+    names = [f"b{i}" for i in range(30)]
+    for name in names:
+        git(srv.work, "checkout", "-q", "-b", name, "main")
+        commit(srv.work, {f"src/{name}.py": "x = 1\n"})
+    git(srv.work, "checkout", "-q", "main")
+    assert_accepted(srv, srv.push(*names))
+    for name in names:  # now thirty updates of existing branches, thirty trusted tips, one policy
+        git(srv.work, "checkout", "-q", name)
+        commit(srv.work, {f"src/{name}.py": "x = 2\n"})
+    bad = commit(srv.work, {f"src/{names[-1]}.py": "x = 3\n", "pytest.ini": "[pytest]\n"})
+    git(srv.work, "checkout", "-q", "main")
+    before = srv.ref(f"refs/heads/{names[0]}")
+    lines = assert_rejected(srv, srv.push(*names), before, f"refs/heads/{names[0]}")
+    assert [line.split(" ")[0] for line in lines] == [short(bad)]
+
+
+def test_each_ref_is_judged_by_its_own_trusted_policy(srv: Server) -> None:
+    git(srv.work, "checkout", "-q", "-b", "other")
+    edit_policy(srv.work, 'production: ["src/**"]', 'production: ["src/**", "lib/**"]')
+    assert_accepted(srv, srv.push("other"))
+    git(srv.work, "checkout", "-q", "main")
+    # lib/ is "other" on main, production on the branch "other": one commit, two verdicts
+    shared = sign_and_commit(srv.work, {"lib/a.py": "x = 1\n", "oracles/fixtures/x.json": "{}\n"})
+    git(srv.work, "branch", "-f", "other", "main")
+    before = srv.ref("main")
+    lines = assert_rejected(srv, srv.push("main", "+other"), before)
+    assert lines == [ln for ln in lines if ln.startswith(f"{short(shared)} mixed")] and len(lines) == 1
+    assert_accepted(srv, srv.push("main"))
+
+
 def test_new_branch_whose_commits_already_exist(srv: Server) -> None:
     commit(srv.work, {"src/app.py": "x = 1\n"})
     assert_accepted(srv, srv.push())

@@ -21,17 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mergegate import agents, gitio, policy, pushlog
-from mergegate.errors import InternalError, UsageError
+from mergegate.errors import UsageError
 from mergegate.fsutil import atomic_write
-from mergegate.hooks import push_manifest
+from mergegate.hooks import push_manifest, trusted
 from mergegate.hooks.receive_rules import NOT_A_COMMIT, CommitFacts, Refusal, judge_commit, judge_ref
 from mergegate.manifest import Report
 from mergegate.split import Split
 
 # Where servers put the pusher's login: ours, GitLab, GitHub Enterprise, Gitea.
 PUSHER_VARS = ("GATE_PUSHER", "GL_USERNAME", "GITHUB_USER_LOGIN", "GITEA_PUSHER_NAME")
-BOOTSTRAP_FIX = ("seed the repository first: push a commit holding gate.yaml with the hook not yet "
-                 "installed, then install it (docs/server.md, Bootstrap)")
 MARKER = "# mergegate pre-receive hook"
 
 
@@ -75,13 +73,15 @@ def judge_push(stdin: bytes, cwd: str | Path | None = None,
     updates = pushlog.parse(stdin)
     _check_hash(updates, cwd)
     targets, refusals = _resolve(updates, cwd)
-    groups: dict[str, list[Target]] = {}
+    sides = trusted.load((t.trusted for t in targets), cwd)
+    groups: dict[tuple[str, bytes | None], tuple[trusted.Side, list[Target]]] = {}
     for target in targets:
-        groups.setdefault(target.trusted, []).append(target)
+        side = sides[target.trusted]
+        groups.setdefault(side.key, (side, []))[1].append(target)
     judged = 0
     found: list[Refusal] = list(refusals)
-    for trusted, group in groups.items():
-        more, count = _judge_group(trusted, group, cwd, env)
+    for side, group in groups.values():
+        more, count = _judge_group(side, group, cwd, env)
         found += more
         judged += count
     return Judgement(tuple(dict.fromkeys(found)), judged)
@@ -122,11 +122,11 @@ def _resolve(updates: list[pushlog.RefUpdate], cwd: str | Path | None
                                         "points to a tree or blob; the gate judges commits only"))
         # A deletion has no commits; its only question (is the pusher an agent?) is the repository's.
         own = u.is_branch and not u.deleted and old_commit
-        trusted = old_commit if own else (default[0] if default else None)
-        if trusted is None:
+        judge_at = old_commit if own else (default[0] if default else None)
+        if judge_at is None:
             raise UsageError(f"no trusted policy for {u.ref}: the default branch "
-                             f"{default_ref or 'HEAD'} does not exist on the server", BOOTSTRAP_FIX)
-        targets.append(Target(u, old_commit, new_commit, trusted))
+                             f"{default_ref or 'HEAD'} does not exist on the server", trusted.BOOTSTRAP_FIX)
+        targets.append(Target(u, old_commit, new_commit, judge_at))
     return targets, refusals
 
 
@@ -135,22 +135,9 @@ def _peeled(found: Mapping[str, tuple[str, str] | None], oid: str) -> str | None
     return hit[0] if hit else None
 
 
-def _policy_at(rev: str, cwd: str | Path | None) -> tuple[policy.Policy, str]:
-    """gate.yaml at the trusted commit, and its blob id; absent or broken: reject."""
-    blob = gitio.batch_check([f"{rev}:{policy.POLICY_FILE}"], cwd)[f"{rev}:{policy.POLICY_FILE}"]
-    if blob is None and gitio.out(["ls-tree", "--name-only", rev, "--", policy.POLICY_FILE], cwd).strip():
-        raise InternalError(f"{policy.POLICY_FILE} at {rev[:12]} is listed but cannot be read "
-                            "(object missing or corrupt)", "run `git fsck` on the server repository")
-    if blob is None or blob[1] != "blob":
-        raise UsageError(f"no {policy.POLICY_FILE} at {rev[:12]}, the trusted side of this push",
-                         BOOTSTRAP_FIX)
-    data = dict(gitio.read_blobs([blob[0]], cwd))[blob[0]]
-    return policy.parse(data, f"{policy.POLICY_FILE} (server, at {rev[:12]})"), blob[0]
-
-
-def _judge_group(trusted: str, group: list[Target], cwd: str | Path | None,
+def _judge_group(side: trusted.Side, group: list[Target], cwd: str | Path | None,
                  env: Mapping[str, str]) -> tuple[list[Refusal], int]:
-    pol, policy_blob = _policy_at(trusted, cwd)
+    pol = side.policy
     who = pushers(env)
     pusher_agent = agent_reason(pol, env, "", who)
     refusals: list[Refusal] = []
@@ -174,9 +161,10 @@ def _judge_group(trusted: str, group: list[Target], cwd: str | Path | None,
     if splits:
         trees = push_manifest.SignedTrees(pol, cwd)
         trees.build(commits)
-        reports = push_manifest.verify(trees, list(splits), policy_blob)
+        reports = push_manifest.verify(trees, list(splits), side.policy_blob)
         if required:
-            signers, bad_signatures = _verify_signatures(pol, trusted, list(splits), cwd)
+            signers = pol.server.allowed_signers or ""
+            bad_signatures = _verify_signatures(side, list(splits), cwd)
     for c in reversed(commits):  # oldest first, as the pusher wrote them
         if c.sha not in splits:
             continue
@@ -209,21 +197,12 @@ class Splitter:
         return Split({c: tuple(ps) for c, ps in buckets.items()})
 
 
-def _verify_signatures(pol: policy.Policy, trusted: str, shas: list[str], cwd: str | Path | None
-                       ) -> tuple[str, set[str]]:
-    """``git verify-commit`` with the allowed signers read from the trusted side."""
-    name = pol.server.allowed_signers
-    if not name:
-        raise UsageError("server.require_signed_oracle_commits is on but server.allowed_signers is "
-                         "not set", "name the allowed signers file in gate.yaml (server.allowed_signers)")
-    data = gitio.file_at(trusted, name, cwd)
-    if data is None:
-        raise UsageError(f"server.allowed_signers: {name} is not in the trusted commit {trusted[:12]}",
-                         "commit the allowed signers file in an oracle-only commit")
+def _verify_signatures(side: trusted.Side, shas: list[str], cwd: str | Path | None) -> set[str]:
+    """``git verify-commit`` with the allowed signers the server had before the push."""
     with tempfile.TemporaryDirectory(prefix="gate-signers-") as tmp:
         path = Path(tmp) / "allowed_signers"
-        path.write_bytes(data)
-        return name, gitio.verify_commits(shas, path, cwd)
+        path.write_bytes(side.signers or b"")
+        return gitio.verify_commits(shas, path, cwd)
 
 
 # ---------------------------------------------------------------- install
