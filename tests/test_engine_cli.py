@@ -504,3 +504,20 @@ def test_freeze_open_from_a_check_packet(repo: Path) -> None:
     (entry,) = json.loads(gate(repo, "freeze", "list", "--json", check=0).stdout)["entries"]
     assert (entry["prop_id"], entry["signature"], entry["fixture_digest"], entry["base_revision"]) == (
         "prop.order_total", "sig-a", "digest-1", "rev-9")
+
+
+def test_freeze_outside_a_repository(tmp_path: Path) -> None:
+    assert "not a git repository" in gate(tmp_path, "freeze", "list", check=2).stderr
+    write(tmp_path, {"l.yaml": LEDGER})
+    data = json.loads(gate(tmp_path, "freeze", "list", "--ledger", "l.yaml", "--json", check=0).stdout)
+    assert [e["id"] for e in data["entries"]] == ["FZ-1"]
+    gate(tmp_path, "freeze", "expire", "--ledger", "l.yaml", "--now", "2030-01-01", check=0)
+    assert "entries: []" in (tmp_path / "l.yaml").read_text()
+
+
+def test_bad_inputs_never_crash(tmp_path: Path) -> None:
+    write(tmp_path, {"parent.jsonl": PASS11, "patch.jsonl": b"\xff\xfe\n", "differential-contract.json": "[1]"})
+    for args in (("decide",), ("admit", "parent.jsonl"), ("score",), ("verdict", "--runs", "patch.jsonl"),
+                 ("freeze", "propose", "differential-contract.json")):
+        proc = gate(tmp_path, *args, check=2)
+        assert "Traceback" not in proc.stderr and "fix:" in proc.stderr

@@ -41,7 +41,11 @@ def _policy() -> Policy:
     from mergegate import repo
 
     try:
-        return repo.trusted_policy()
+        top = gitio.toplevel()
+    except UsageError:
+        return Policy()  # outside a repository (with --ledger): the defaults name the agent's environment
+    try:
+        return repo.trusted_policy(top)
     except UsageError:
         return Policy()  # no gate.yaml: the defaults still say which environment is an agent's
 
