@@ -521,3 +521,19 @@ def test_bad_inputs_never_crash(tmp_path: Path) -> None:
                  ("freeze", "propose", "differential-contract.json")):
         proc = gate(tmp_path, *args, check=2)
         assert "Traceback" not in proc.stderr and "fix:" in proc.stderr
+
+
+def test_bad_now_is_a_usage_error(tmp_path: Path) -> None:
+    evidence(tmp_path)
+    assert "bad --now" in gate(tmp_path, "verdict", "--evidence", "ev", "--now", "someday", check=2).stderr
+    write(tmp_path, {"l.yaml": LEDGER})
+    assert "bad --now" in gate(tmp_path, "freeze", "lint", "--ledger", "l.yaml", "--now", "x", check=2).stderr
+
+
+def test_verdict_touched_as_a_single_string(tmp_path: Path) -> None:
+    ev = evidence(tmp_path)
+    contract = json.loads((ev / "contract.json").read_text())
+    write(ev, {"contract.json": json.dumps({**contract, "touched": "src/orders.py"})})
+    assert by_prop(verdict(tmp_path, check=1))["prop.order_total"] == ("inconclusive", "frozen")
+    write(ev, {"contract.json": json.dumps({**contract, "touched": "docs/readme.md"})})
+    assert by_prop(verdict(tmp_path, check=1))["prop.order_total"] == ("fail", "uniform_fail")

@@ -64,7 +64,9 @@ def _lock(path: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    now = ledger.parse_when(args.now) if args.now else ledger.utcnow()
+    from mergegate.commands.verdict import when
+
+    now = when(args.now)
     if args.action == "propose":
         return _freeze_open.propose(args, now)
     policy = _policy()

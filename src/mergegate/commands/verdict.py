@@ -11,6 +11,7 @@ them from an evidence directory.  Exit 0 only for ``admit``.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,26 @@ def _split_paths(path: Path | None) -> tuple[str, ...]:
     return tuple(sorted({p for c in CLASSES for p in split.get(c) or () if isinstance(p, str)}))
 
 
+def _touched(given: list[str] | None, in_contract: Any, edited_path: Path | None) -> tuple[str, ...]:
+    if given is not None:
+        return tuple(given)
+    if isinstance(in_contract, str):
+        return (in_contract,)
+    if isinstance(in_contract, list) and in_contract:
+        return tuple(str(t) for t in in_contract)
+    return _split_paths(edited_path)
+
+
+def when(text: str | None) -> dt.datetime:
+    """``--now`` (tests judge expiry at a fixed time), else the clock."""
+    if not text:
+        return ledger.utcnow()
+    try:
+        return ledger.parse_when(text)
+    except ValueError:
+        raise UsageError(f"bad --now {text!r}", "write an ISO date such as 2026-09-20T00:00:00Z") from None
+
+
 def _summary(rows: list[diff.Row], prop: str) -> str:
     mine = [r for r in rows if r.prop == prop]
     if not mine:
@@ -131,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("no run files", "pass --runs and --base-runs, or --evidence DIR")
     head_rows = diff.load_jsonl(head_path, contract.seeds)
     base_rows = diff.load_jsonl(base_path, contract.seeds)
-    now = ledger.parse_when(args.now) if args.now else ledger.utcnow()
+    now = when(args.now)
     led = _ledger(args.ledger)
     cat = _catalog(args.catalog)
     edited_path = _path(args.oracle_edited, ev, "oracle_edited.json")
@@ -145,13 +166,12 @@ def run(args: argparse.Namespace) -> int:
         props = [(p, False, False) for p in sorted(names | set(claimed or ()))]
     if claimed is None:
         claimed = tuple(p for p, _, _ in props)
-    base_rev = args.base_revision or raw.get("base_revision") or raw.get("base") or ""
-    touched = tuple(args.touched if args.touched is not None else raw.get("touched") or _split_paths(edited_path))
     ctx = unified.RunContext(
-        base_revision=str(base_rev),
+        base_revision=str(args.base_revision or raw.get("base_revision") or raw.get("base") or ""),
         base_fixture_digest=args.fixture_digest or _digest(raw, "base", base_rows, ev),
         head_fixture_digest=args.fixture_digest or _digest(raw, "head", head_rows, ev),
-        touched_paths=tuple(str(t) for t in touched), agent=args.agent or raw.get("agent") is True, now=now,
+        touched_paths=_touched(args.touched, raw.get("touched"), edited_path),
+        agent=args.agent or raw.get("agent") is True, now=now,
     )
     results = unified.evaluate(props, base_rows, head_rows, contract.seeds, oracle_edited=set(edited or ()),
                                freezes=led.entries, ctx=ctx)
