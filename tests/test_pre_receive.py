@@ -137,6 +137,7 @@ def test_a_merge_cannot_smuggle_a_mix(srv: Server) -> None:
     merge = git(srv.work, "rev-parse", "HEAD").stdout.strip()
     lines = assert_rejected(srv, srv.push("main"), before)
     assert [line.split(" ")[:2] for line in lines] == [[short(merge), "mixed:"]]
+    assert "rebase instead of merging" in lines[0]
 
 
 def test_an_evil_merge_is_judged_by_what_it_brings(srv: Server) -> None:
@@ -538,3 +539,24 @@ def test_require_signed_oracle_commits(tmp_path: Path) -> None:
     _signed_commit(s.work, {ORACLE: "def test_p():\n    pass\n"}, good_key)
     commit(s.work, {"src/app.py": "x = 1\n"})  # production commits need no signature
     assert_accepted(s, s.push())
+
+
+# ---------------------------------------------------------------- install through the CLI
+
+
+def test_gate_install_pre_receive(tmp_path: Path) -> None:
+    s = make_server(tmp_path, hook=False)
+    proc = gate(tmp_path, "install", "--pre-receive", str(s.bare), check=0)
+    hook = s.bare / "hooks" / "pre-receive"
+    assert str(hook) in proc.stdout and hook.stat().st_mode & 0o111
+    gate(tmp_path, "install", "--pre-receive", str(s.bare), check=0)  # ours: replaced quietly
+    commit(s.work, {"src/app.py": "x = 1\n", ORACLE: "y = 1\n"})
+    assert s.push().returncode != 0  # it is live
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    proc = gate(tmp_path, "install", "--pre-receive", str(s.bare), check=2)
+    assert "not mergegate's" in proc.stderr and "--force" in proc.stderr
+    gate(tmp_path, "install", "--pre-receive", str(s.bare), "--force", check=0)
+    proc = gate(tmp_path, "install", "--pre-receive", str(s.work), check=2)
+    assert "not a bare repository" in proc.stderr
+    proc = gate(tmp_path, "install", "--pre-receive", str(tmp_path / "nowhere"), check=2)
+    assert "not a git repository" in proc.stderr

@@ -169,7 +169,8 @@ def _judge_group(side: trusted.Side, group: list[Target], cwd: str | Path | None
         if c.sha not in splits:
             continue
         facts = CommitFacts(c.sha, splits[c.sha], agent_reason(pol, env, c.author_email, who),
-                            reports.get(c.sha), c.sha not in bad_signatures if required else None, signers)
+                            reports.get(c.sha), c.sha not in bad_signatures if required else None, signers,
+                            merge=len(c.parents) > 1)
         refusals += judge_commit(facts)
     return refusals, len(commits)
 
@@ -222,6 +223,8 @@ def install_pre_receive(bare_repo: Path, force: bool = False, fmt: str = "plain"
     if fmt not in ("plain", "gitlab"):
         raise UsageError(f"unknown format {fmt!r}", "use plain or gitlab")
     bare = Path(bare_repo).absolute()
+    if not bare.is_dir():  # checked here: gitio.run would blame a missing git for a missing cwd
+        raise UsageError(f"{bare}: not a git repository", "pass a bare repository (git init --bare)")
     proc = gitio.run(["rev-parse", "--is-bare-repository"], bare, check=False)
     if proc.returncode != 0:
         raise UsageError(f"{bare}: not a git repository", "pass a bare repository (git init --bare)")

@@ -55,6 +55,7 @@ class CommitFacts:
     manifest: Report | None  # None: not checked (the commit changes no guarded path)
     signature_ok: bool | None  # None: signatures are not required
     signers_file: str = ""
+    merge: bool = False
 
 
 def quote_path(path: str) -> str:
@@ -76,18 +77,21 @@ def judge_commit(facts: CommitFacts) -> list[Refusal]:
     """The refusals one commit earns; an empty list admits it."""
     out: list[Refusal] = []
     s, sid = facts.split, short(facts.sha)
+    # A merge is judged by what it brings to its first parent; say so, or the fix reads wrong.
+    merge_hint = (" (this merge brings them to its first parent: rebase instead of merging)"
+                  if facts.merge else "")
     if s.mixed:
         out.append(Refusal(
             sid, MIXED, (*s.guarded, *s.production),
             "commit the guarded and the production paths apart (`git rebase -i`, edit, split), "
-            "re-sign the oracle commit with `gate manifest sign --staged`, push again",
+            "re-sign the oracle commit with `gate manifest sign --staged`, push again" + merge_hint,
             "guarded and production paths in one commit",
         ))
     if facts.agent and s.guarded:
         out.append(Refusal(
             sid, AGENT_GUARDED, s.guarded,
             "drop these paths from the agent's commits; a person changes the oracle, "
-            "the manifest, the ledger and the policy",
+            "the manifest, the ledger and the policy" + merge_hint,
             f"an agent's commit ({facts.agent}) changes guarded paths",
         ))
     if facts.manifest is not None and not facts.manifest.ok:
