@@ -126,7 +126,7 @@ def repo(tmp_path: Path) -> Path:
     return path
 
 
-def patch_of(repo: Path, files: dict[str, str | None]) -> bytes:
+def patch_of(repo: Path, files: dict[str, str | bytes | None]) -> bytes:
     """The diff a patch would carry, made with git in the work tree, then undone."""
     from tests.helpers import write
 
@@ -276,3 +276,14 @@ def test_format_patch_mail_passes_the_canaries(repo: Path) -> None:
     results = admission.run_canaries(mail, "HEAD~1", Policy(), repo)
     assert names(results) == [(n, True) for n in admission.CANARIES]
     assert parse_diff(mail).touched == ("src/calc.py",)
+
+
+def test_secret_in_a_binary_file_is_found(repo: Path) -> None:
+    key = "AKIA" + "ABCDEFGHIJKLMNOP"
+    diff = patch_of(repo, {"src/blob.bin": b"\x00\x01" + key.encode() + b"\x00"})
+    assert b"GIT binary patch" in diff
+    results = admission.run_canaries(diff, "HEAD", Policy(), repo)
+    assert names(results)[-1] == ("no_secret_marker", False)
+    assert "binary file src/blob.bin" in results[-1].detail
+    clean = patch_of(repo, {"src/blob.bin": b"\x00\x01clean\x00"})
+    assert all(r.ok for r in admission.run_canaries(clean, "HEAD", Policy(), repo))

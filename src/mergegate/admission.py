@@ -122,8 +122,13 @@ def canary_parse_diff(diff: bytes) -> tuple[CanaryResult, ParsedDiff | None]:
     return CanaryResult("parse_diff", True, f"{len(parsed.files)} file(s)"), parsed
 
 
-def canary_no_secret_marker(parsed: ParsedDiff, markers: Sequence[str]) -> CanaryResult:
-    """No ADDED line matches a secret marker (removing a leaked key is fine)."""
+def canary_no_secret_marker(parsed: ParsedDiff, markers: Sequence[str],
+                            binary_after: Mapping[str, bytes] | None = None) -> CanaryResult:
+    """No ADDED line matches a secret marker (removing a leaked key is fine).
+
+    A binary file has no lines in the patch, so ``binary_after`` (its bytes after the
+    patch) is scanned whole: a NUL byte must not hide a key from the scan.
+    """
     patterns = [re.compile(m) for m in markers]
     for f in parsed.files:
         for number, raw in f.added:
@@ -133,6 +138,12 @@ def canary_no_secret_marker(parsed: ParsedDiff, markers: Sequence[str]) -> Canar
                     where = f"{f.new_path or f.old_path}:{number}"
                     return CanaryResult("no_secret_marker", False,
                                         f"{where} adds a line matching {pattern.pattern!r}")
+    for path, data in sorted((binary_after or {}).items()):
+        text = data.decode("latin-1")
+        for pattern in patterns:
+            if pattern.search(text):
+                return CanaryResult("no_secret_marker", False,
+                                    f"binary file {path} holds a match for {pattern.pattern!r}")
     return CanaryResult("no_secret_marker", True, f"{len(patterns)} marker(s), no match")
 
 
@@ -205,7 +216,8 @@ def run_canaries(diff: bytes, base: str, policy: Policy, cwd: str | Path | None 
     apply = CanaryResult("apply_check", ok, message if ok else f"does not apply to {base[:12]}: {message}")
     if tree is None:
         return parse, apply
-    secret = canary_no_secret_marker(parsed, policy.canaries.secret_markers)
+    binaries = [f.new_path for f in parsed.files if f.binary and f.new_path is not None]
+    secret = canary_no_secret_marker(parsed, policy.canaries.secret_markers, gitio.files_at(tree, binaries, cwd))
     if not secret.ok:
         return parse, apply, secret
     modules = [p for p in parsed.touched if p.endswith(".py") and policy.classify(p) == PRODUCTION]
