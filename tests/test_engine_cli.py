@@ -537,3 +537,13 @@ def test_verdict_touched_as_a_single_string(tmp_path: Path) -> None:
     assert by_prop(verdict(tmp_path, check=1))["prop.order_total"] == ("inconclusive", "frozen")
     write(ev, {"contract.json": json.dumps({**contract, "touched": "docs/readme.md"})})
     assert by_prop(verdict(tmp_path, check=1))["prop.order_total"] == ("fail", "uniform_fail")
+
+
+def test_score_reads_the_budget_from_the_trusted_side(repo: Path) -> None:
+    # the patch raises its own budget while adding a freeze: the parent's budget (0 additions) rules
+    opened = (LEDGER.replace("max_added_per_patch: 0", "max_added_per_patch: 5")
+              .replace('"2026-10-01T00:00:00Z"', '"2999-01-01T00:00:00Z"'))
+    commit(repo, {"freeze_ledger.yaml": opened}, "open FZ-1 and raise the budget")
+    data = score(repo, 1)
+    assert "added_over_budget" in data["reasons"]  # type: ignore[operator]
+    assert data["budget"] == {"active": 1, "max_active": 3, "added": ["FZ-1"], "max_added_per_patch": 0}
