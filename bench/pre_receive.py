@@ -43,6 +43,7 @@ class History:
         self.prod: list[str] = []  # production files on main
         self.signed: dict[str, bytes] = {}  # signed guarded files on main (for the manifest)
         self.commits = 0
+        self.counts = {"merges": 0, "oracle-only commits": 0, "renames": 0}
 
     def _data(self, data: bytes) -> None:
         self.out.append(b"data %d\n%s\n" % (len(data), data))
@@ -107,6 +108,7 @@ def production_changes(h: History, rename_rate: float) -> list[tuple[str, bytes 
         new = old.replace(".py", f"_r{h.mark}.py")
         h.prod[h.prod.index(old)] = new
         changes += [(old, None), (new, h.blob(new))]
+        h.counts["renames"] += 1
     if h.rng.random() < 0.1:
         changes.append((f"docs/note{h.mark}.md", b"notes\n"))
     return changes
@@ -122,8 +124,8 @@ def oracle_changes(h: History) -> list[tuple[str, bytes | None]]:
     return changes
 
 
-def build_stream(total: int, seed: int = 7) -> tuple[bytes, int]:
-    """The fast-import stream and the number of commits (a root plus ~``total`` more)."""
+def build_stream(total: int, seed: int = 7) -> tuple[bytes, int, str]:
+    """The fast-import stream, the number of commits and a one-line description of its shape."""
     h = History(seed)
     main = h.commit("refs/heads/main", root_changes(h), None)
     side_no = 0
@@ -131,6 +133,7 @@ def build_stream(total: int, seed: int = 7) -> tuple[bytes, int]:
         roll = h.rng.random()
         if roll < 0.03:
             main = h.commit("refs/heads/main", oracle_changes(h), main)
+            h.counts["oracle-only commits"] += 1
         elif roll < 0.045:  # a side branch of a few production commits, merged back
             side_no += 1
             side, files = main, []
@@ -140,10 +143,13 @@ def build_stream(total: int, seed: int = 7) -> tuple[bytes, int]:
                 side = h.commit("refs/heads/side", [files[-1]], side)
                 main = h.commit("refs/heads/main", production_changes(h, 0.0), main)
             main = h.commit("refs/heads/main", list(files), main, merge=side)
+            h.counts["merges"] += 1
         else:
             main = h.commit("refs/heads/main", production_changes(h, 0.05), main)
     h.out.append(b"reset refs/heads/side\nfrom 0000000000000000000000000000000000000000\n\n")
-    return b"".join(h.out), h.commits
+    shape = ", ".join(f"{v} {k}" for k, v in h.counts.items())
+    shape += f", {len(h.signed) - 1} signed guarded files, {len(h.prod)} production files"
+    return b"".join(h.out), h.commits, shape
 
 
 def timed(fn: object, runs: int = 3) -> float:
@@ -190,10 +196,11 @@ def measure(args: argparse.Namespace, tmp: Path) -> int:
     source, server = tmp / "source.git", tmp / "server.git"
     for repo in (source, server):
         subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(repo)], check=True)
-    stream, count = build_stream(args.commits)
+    stream, count, shape = build_stream(args.commits)
     t0 = time.perf_counter()
     subprocess.run(["git", "fast-import", "--quiet"], cwd=source, input=stream, check=True, env=clean_env())
-    print(f"history: {count} commits built with fast-import in {time.perf_counter() - t0:.2f}s ({tmp})")
+    print(f"history: {count} commits ({shape}) built with fast-import in "
+          f"{time.perf_counter() - t0:.2f}s ({tmp})")
     root = git(source, "rev-list", "--max-parents=0", "main").stdout.split()[0]
     tip = git(source, "rev-parse", "main").stdout.strip()
     git(source, "push", "-q", str(server), f"{root}:refs/heads/main")  # the seed: hook not yet installed
