@@ -180,3 +180,31 @@ def test_worktrees_removed_after_interrupt(shop: Path, sig: signal.Signals) -> N
 def _worktrees(repo: Path) -> list[str]:
     out = build.git(repo, "worktree", "list", "--porcelain")
     return [ln[len("worktree "):] for ln in out.splitlines() if ln.startswith("worktree ")]
+
+
+def test_rows_from_ci_shards_and_missing_seed(shop: Path, tmp_path: Path) -> None:
+    """The scale-out path: sharded runs merged, then checked; a missing row is missing_seed."""
+    head = patch(shop, "main", "shards", {"src/shop/orders.py": orders_comment(shop)})
+    base = build.git(shop, "rev-parse", "main")
+    for side, rev in (("base", base), ("head", head)):
+        for k in (1, 2):
+            gate(shop, "run", "--rev", rev, "--trusted", base, "--shard", f"{k}/2",
+                 "--out", str(tmp_path / f"{side}-{k}.jsonl"), check=0)
+        gate(shop, "merge-runs", str(tmp_path / f"{side}-1.jsonl"), str(tmp_path / f"{side}-2.jsonl"),
+             "--out", str(tmp_path / f"{side}.jsonl"), check=0)
+    runs = ("--base-runs", str(tmp_path / "base.jsonl"), "--head-runs", str(tmp_path / "head.jsonl"))
+    code, data = check(shop, "main", head, *runs)
+    assert (code, data["decision"]) == (0, "admit"), data
+    lines = (tmp_path / "head.jsonl").read_text().splitlines()
+    (tmp_path / "head.jsonl").write_text("\n".join(ln for ln in lines if '"seed": 29' not in ln
+                                                   or "prop.tax_round" not in ln) + "\n")
+    code, data = check(shop, "main", head, *runs)
+    got = props(data)["prop.tax_round"]
+    assert (code, got["verdict"], got["reason"]) == (1, "fail", "missing_seed")
+    # a row citing another contract (here: another spec hash) is dropped, never trusted
+    forged = [json.loads(ln) for ln in lines]
+    for row in forged:
+        row["spec_hash"] = "0" * 64
+    (tmp_path / "head.jsonl").write_text("".join(json.dumps(r) + "\n" for r in forged))
+    code, data = check(shop, "main", head, *runs)
+    assert code == 1 and {p["reason"] for p in data["properties"]} == {"missing_seed"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,8 +93,12 @@ def effective_base(merge_base: str, policy: Policy, cwd: str | Path | None = Non
 
 def check(base: str, head: str, *, environ: Mapping[str, str], jobs: int | None = None,
           progress: runner.Progress | None = None, now: dt.datetime | None = None,
-          cwd: str | Path | None = None) -> Outcome:
-    """Run the pipeline for the patch ``merge-base(base, head)..head``."""
+          runs: tuple[Path, Path] | None = None, cwd: str | Path | None = None) -> Outcome:
+    """Run the pipeline for the patch ``merge-base(base, head)..head``.
+
+    ``runs``: (base, head) JSONL files made elsewhere (CI shards merged with
+    ``gate merge-runs``) used instead of running the properties here.
+    """
     now = now or ledger.utcnow()
     head_sha = gitio.must_resolve(head, cwd)
     mb = gitio.merge_base(gitio.must_resolve(base, cwd), head_sha, cwd)
@@ -117,7 +121,15 @@ def check(base: str, head: str, *, environ: Mapping[str, str], jobs: int | None 
     start = _independence(start, policy, base_ledger, now, environ, cwd)
     if start.stopped_at is not None:
         return start
-    return _differential(start, policy, cat, specs, base_ledger, now, jobs, progress, cwd)
+    if runs is not None:
+        seeds = start.seeds
+        pair = diffrun.pair_from_rows(
+            start.merge_base, start.head, policy, cat, specs, seeds, diffrun.load_rows(runs[0], seeds),
+            diffrun.load_rows(runs[1], seeds), skip_head=start.oracle_edited, cwd=cwd)
+    else:
+        pair = diffrun.run_pair(start.merge_base, start.head, policy, cat, specs, start.seeds,
+                                skip_head=start.oracle_edited, jobs=jobs, progress=progress, cwd=cwd)
+    return _differential(start, pair, policy, base_ledger, now)
 
 
 def _with(outcome: Outcome, **changes: object) -> Outcome:
@@ -159,11 +171,8 @@ def _independence(o: Outcome, policy: Policy, base_ledger: ledger.Ledger, now: d
     return o
 
 
-def _differential(o: Outcome, policy: Policy, cat: catalog.Catalog, specs: Sequence[runner.Spec],
-                  base_ledger: ledger.Ledger, now: dt.datetime, jobs: int | None,
-                  progress: runner.Progress | None, cwd: str | Path | None) -> Outcome:
-    pair = diffrun.run_pair(o.merge_base, o.head, policy, cat, specs, o.seeds, skip_head=o.oracle_edited,
-                            jobs=jobs, progress=progress, cwd=cwd)
+def _differential(o: Outcome, pair: diffrun.Pair, policy: Policy, base_ledger: ledger.Ledger,
+                  now: dt.datetime) -> Outcome:
     broken = sorted({r.prop for r in pair.base_rows if r.load_error})
     if broken:
         first = next(r for r in pair.base_rows if r.load_error)

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from mergegate import catalog, gitio, runner
+from mergegate import catalog, gitio, globs, runner
 from mergegate.policy import Policy
 
 CONTRACT_VERSION = 1
@@ -151,3 +151,72 @@ def make_contract(base: str, head: str, seeds: Sequence[int], cat: catalog.Catal
         "fixture_closure_hash": {"base": closures(base_tree, cat), "head": closures(head_tree, cat)},
         "fixture_digest": {"base": base_tree.fixture_digest, "head": head_tree.fixture_digest},
     }
+
+
+# ---------------------------------------------------------------- rows made elsewhere (CI shards)
+
+
+def blob_tree(rev: str, policy: Policy, cat: catalog.Catalog, cwd: str | Path | None) -> tuple[str, dict[str, str]]:
+    """Fixture digest and per-property closure hashes of ``rev``, from git blobs (no checkout)."""
+    from mergegate import digest
+
+    roots = sorted({runner.literal_prefix(p) for p in policy.paths.fixtures})
+    patterns = [*policy.paths.fixtures, *(f for p in cat.properties for f in p.fixtures)]
+    entries = [e for e in gitio.ls_tree(rev, cwd) if not e.is_submodule and (
+        any(e.path.startswith(r.rstrip("/") + "/") for r in roots) or globs.matches(e.path, patterns))]
+    blobs = dict(gitio.read_blobs((e.sha for e in entries), cwd))
+    files = {e.path: blobs[e.sha] for e in entries}
+
+    def under(root: str) -> str:
+        prefix = root.rstrip("/") + "/"
+        return digest.fixture_digest_of({p[len(prefix):]: b for p, b in files.items() if p.startswith(prefix)})
+
+    fixture_digest = under(roots[0]) if len(roots) == 1 else digest.fixture_digest_of(
+        {r: under(r).encode() for r in roots})
+    return fixture_digest, {p.id: catalog.fixture_closure(p, files) for p in cat.properties}
+
+
+def load_rows(path: str | Path, seeds: Sequence[int]) -> list[runner.Row]:
+    """A JSONL run file (``gate run``/``gate merge-runs``) as rows; validated line by line."""
+    from mergegate import differential
+
+    differential.load_jsonl(path, seeds)  # names file:line of any malformed row
+    rows = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            rows.append(runner.row_from_json(json.loads(line)))
+    return rows
+
+
+def pair_from_rows(
+    base: str, head: str, policy: Policy, cat: catalog.Catalog, specs: Sequence[runner.Spec],
+    seeds: Sequence[int], base_rows: Sequence[runner.Row], head_rows: Sequence[runner.Row], *,
+    skip_head: Sequence[str] = (), cwd: str | Path | None = None,
+) -> Pair:
+    """A Pair from rows run elsewhere, under a contract computed here from the revisions.
+
+    A row that cites another contract (a spec hash other than the trusted one, a
+    fixture digest other than its revision's, an unknown property) is dropped, so
+    the property is missing that seed: a missing run is a fail.
+    """
+    base_digest, base_closures = blob_tree(base, policy, cat, cwd)
+    head_digest, head_closures = blob_tree(head, policy, cat, cwd)
+    trusted = {s.prop.id: s.spec_hash for s in specs}
+    contract = {
+        "contract_version": CONTRACT_VERSION, "base": base, "head": head, "seeds": list(seeds),
+        "properties": [{"id": p.id, "oracle": p.oracle, "claim": p.claim} for p in cat.properties],
+        "spec_hash": {"base": side_spec_hashes(base, cat, cwd), "head": side_spec_hashes(head, cat, cwd)},
+        "fixture_closure_hash": {"base": base_closures, "head": head_closures},
+        "fixture_digest": {"base": base_digest, "head": head_digest},
+        "rows_from": "external run files",
+    }
+
+    def keep(rows: Sequence[runner.Row], digest_: str, skip: set[str]) -> tuple[runner.Row, ...]:
+        return tuple(r for r in rows if r.prop in trusted and r.prop not in skip and r.seed in seeds
+                     and r.spec_hash == trusted[r.prop] and r.fixture_digest == digest_)
+
+    kept_base = keep(base_rows, base_digest, set())
+    kept_head = keep(head_rows, head_digest, set(skip_head))
+    contract["rows_dropped"] = {"base": len(base_rows) - len(kept_base),
+                                "head": len(head_rows) - len(kept_head)}
+    return Pair(contract, kept_base, kept_head, tuple(sorted(skip_head)))

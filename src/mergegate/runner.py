@@ -435,3 +435,17 @@ def write_jsonl(rows: Sequence[Row], path: str | Path) -> None:
     ordered = sorted(rows, key=lambda r: (r.prop, r.seed))
     data = "".join(json.dumps(r.to_json(), sort_keys=True) + "\n" for r in ordered)
     fsutil.atomic_write(path, data.encode())
+
+
+def row_from_json(data: dict[str, Any]) -> Row:
+    """A row read back from JSONL (already validated by ``differential.parse_jsonl``)."""
+    return Row(
+        prop=str(data["prop"]), seed=int(data["seed"]), status=str(data["status"]),
+        witness=str(data.get("witness") or ""), signature=data.get("signature") or None,
+        spec_hash=str(data.get("spec_hash") or ""), fixture_closure=str(data.get("fixture_closure") or ""),
+        fixture_digest=str(data.get("fixture_digest") or ""), examples=int(data.get("examples") or 0),
+        duration_s=float(data.get("duration_s") or 0.0), error=data.get("error") or None,
+        fixtures_opened=tuple(data.get("fixtures_opened") or ()),
+        undeclared_fixtures=tuple(data.get("undeclared_fixtures") or ()),
+        load_error=str(data.get("error") or "").startswith("loading the oracle"),
+    )

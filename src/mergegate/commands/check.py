@@ -22,6 +22,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print decision.json instead of the table")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per property)")
     parser.add_argument("--markdown", metavar="FILE", help="also write a Markdown summary (CI step summary)")
+    parser.add_argument("--base-runs", metavar="FILE", help="base rows made elsewhere (merged CI shards); "
+                        "with --head-runs, nothing is run here")
+    parser.add_argument("--head-runs", metavar="FILE", help="head rows made elsewhere (merged CI shards)")
     parser.add_argument("-j", "--jobs", type=int, help="processes in parallel (default: one per core)")
 
 
@@ -35,8 +38,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"the work tree has uncommitted changes ({dirty[0]}, ...) that a check of HEAD "
                              "would not see", "commit them, or pass --head REV explicitly")
         head = "HEAD"
+    if bool(args.base_runs) != bool(args.head_runs):
+        raise UsageError("--base-runs and --head-runs go together", "pass both merged run files, or neither")
+    runs = (Path(args.base_runs), Path(args.head_runs)) if args.base_runs else None
     with _progress(args) as progress:
-        outcome = check.check(args.base, head, environ=os.environ, jobs=args.jobs, progress=progress)
+        outcome = check.check(args.base, head, environ=os.environ, jobs=args.jobs, progress=progress, runs=runs)
     where = Path(args.evidence) if args.evidence else gitio.toplevel() / ".gate" / "evidence" / outcome.head[:12]
     evidence.write_packet(outcome, where)
     if args.junit:
