@@ -132,3 +132,28 @@ def test_parse_expiry(text: str, expected: dt.datetime) -> None:
 def test_parse_expiry_rejects_garbage() -> None:
     with pytest.raises(ValueError):
         ledger.parse_expiry("soon", NOW)
+
+
+def test_render_parse_round_trip_any_text() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    text = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=30).filter(str.strip)
+    ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,10}", fullmatch=True)
+    when = st.datetimes(min_value=dt.datetime(2000, 1, 1), max_value=dt.datetime(2100, 1, 1),
+                        timezones=st.just(dt.UTC)).map(lambda d: d.replace(microsecond=0))
+    entry = st.tuples(when, st.integers(1, 999)).flatmap(lambda pair: st.builds(
+        ledger.Entry, id=ids, prop_id=text, signature=text, fixture_digest=text, base_revision=text,
+        paths=st.lists(st.sampled_from(["src/**", "src/a.py", "lib/*.py"]), min_size=1, max_size=3).map(tuple),
+        reason=text, opened_by=text, opened_at=st.just(pair[0]),
+        expires_at=st.just(pair[0] + dt.timedelta(hours=pair[1])),
+        witness=st.one_of(st.just(""), text), allows_agent_rely=st.booleans()))
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(entry, max_size=4, unique_by=lambda e: e.id), st.integers(0, 9), st.integers(0, 9))
+    def round_trip(entries: list[ledger.Entry], active: int, added: int) -> None:
+        led = ledger.Ledger(budget=ledger.Budget(active, added), entries=tuple(entries))
+        again = ledger.parse(ledger.render(led), "freeze_ledger.yaml")
+        assert again.entries == led.entries and again.budget == led.budget
+
+    round_trip()
