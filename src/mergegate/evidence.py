@@ -127,7 +127,9 @@ def _detail(o: Outcome, v: Any) -> str:
     if o.pair is not None:
         fails = [r for r in (*o.pair.base_rows, *o.pair.head_rows) if r.prop == v.prop and r.status == "fail"]
         if fails:
-            parts.append(f"{fails[0].witness} {fails[0].error or ''}".strip())
+            error = (fails[0].error or "").strip()
+            same = error.rstrip(":") == fails[0].witness.split(":")[0]  # a bare "AssertionError:"
+            parts.append(fails[0].witness if same or not error else f"{fails[0].witness} ({error})")
     return "; ".join(parts)
 
 

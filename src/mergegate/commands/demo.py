@@ -70,5 +70,11 @@ def play(repo_dir: Path, sc: object, jobs: int | None) -> tuple[str, str, str]:
         evidence.write_packet(outcome, repo_dir.parent / "evidence" / branch.replace("/", "-"))
     finally:
         build.git(repo_dir, "checkout", "-q", "main")
-    reasons = [c for c in evidence.reason_codes(outcome) if not c.endswith(("=both_pass",))]
-    return outcome.decision, outcome.reason, ", ".join(reasons)
+    if not outcome.verdicts:
+        return outcome.decision, outcome.reason, ", ".join(evidence.reason_codes(outcome)[1:])
+    notes = []
+    for prop, verdict, reason, detail in evidence.prop_rows(outcome):
+        if reason != "both_pass":
+            first = detail.split("; ")[0] if detail and not detail.startswith(("Assertion", "Oracle")) else ""
+            notes.append(f"{prop} {verdict}/{reason}" + (f" ({first})" if first else ""))
+    return outcome.decision, outcome.reason, "; ".join(notes)
