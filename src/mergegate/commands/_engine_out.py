@@ -45,13 +45,15 @@ def _cell(value: object) -> str:
 
 def _rich(headers: Sequence[str], cells: list[list[str]], title: str | None) -> None:  # pragma: no cover
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     tab = Table(title=title)
     for h in headers:
         tab.add_column(h)
     for row in cells:
-        tab.add_row(*(f"[{_COLOURS[c]}]{c}[/]" if c in _COLOURS else c for c in row))
+        # cells are data (paths, reasons a person typed): never rich markup
+        tab.add_row(*(f"[{_COLOURS[c]}]{c}[/]" if c in _COLOURS else escape(c) for c in row))
     Console().print(tab)
 
 
