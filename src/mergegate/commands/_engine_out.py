@@ -48,7 +48,7 @@ def _rich(headers: Sequence[str], cells: list[list[str]], title: str | None) -> 
     from rich.markup import escape
     from rich.table import Table
 
-    tab = Table(title=title)
+    tab = Table(title=escape(title) if title else None)
     for h in headers:
         tab.add_column(h)
     for row in cells:
