@@ -239,3 +239,34 @@ def test_bad_inputs_are_clear_errors(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "does not exist" in proc.stderr
     commit(repo, {}, "empty")
     assert shutil.which("git")
+
+
+def test_shadowing_hypothesis_or_stdlib_from_production_roots(shop: Path) -> None:
+    """A patch planting src/hypothesis or src/decimal cannot replace what the oracle imports."""
+    planted = {"src/hypothesis/__init__.py": "def given(*a, **k):\n    return lambda f: (lambda *x, **y: None)\n",
+               "src/decimal.py": "raise SystemExit(0)\n", "src/shop/tax.py": BROKEN_TAX}
+    write(shop, planted)
+    try:
+        rows = run_rows(shop, "--only", "prop.tax_round", "--seeds", "11", code=1)
+    finally:
+        write(shop, {p: None for p in planted if p != "src/shop/tax.py"})
+        git(shop, "checkout", "--", "src/shop/tax.py")
+    assert rows[0]["witness"] == "AssertionError:oracles/properties/test_tax.py:17"
+
+
+def test_gate_diff_writes_contract_and_decides(shop: Path, tmp_path: Path) -> None:
+    base = git(shop, "rev-parse", "HEAD").stdout.strip()
+    head = commit(shop, {"src/shop/tax.py": BROKEN_TAX}, "break tax")
+    try:
+        proc = gate(shop, "diff", "--base", base, "--head", head, "--out", str(tmp_path / "d"), "--json")
+    finally:
+        git(shop, "reset", "-q", "--hard", base)
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["decision"] == "reject"
+    assert {r["prop"]: r["reason"] for r in data["results"]}["prop.tax_round"] == "regression"
+    contract = json.loads((tmp_path / "d" / "contract.json").read_text())
+    assert contract["base"] == base and contract["head"] == head and contract["seeds"] == [11, 29, 47]
+    assert contract["spec_hash"]["base"] == contract["spec_hash"]["head"]
+    assert set(contract["fixture_digest"]) == {"base", "head"}
+    assert len((tmp_path / "d" / "patch.jsonl").read_text().splitlines()) == 3 * 7

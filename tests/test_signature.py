@@ -1,0 +1,35 @@
+"""Signature normalisation: strip what would not identify the failure tomorrow, and no more."""
+
+from __future__ import annotations
+
+import pytest
+
+from mergegate.signature import normalise, signature
+
+SITE = "AssertionError:oracles/properties/test_x.py:12"
+
+
+@pytest.mark.parametrize(("left", "right"), [
+    ("f(x=<Obj at 0x7f3a2b1c9d00>)", "f(x=<Obj at 0x55d0c0ffee00>)"),
+    ("f(when='2026-11-30T01:02:03.123456+00:00')", "f(when='2027-01-01T09:08:07Z')"),
+    ("f(path='/tmp/pytest-of-root/abc123/file.json')", "f(path='/tmp/gate-run-xyz/file.json')"),
+    ("f(path='/work/trees/tree0/src/a.py')", "f(path='/work/trees/tree1/src/a.py')"),
+])
+def test_noise_is_stripped(left: str, right: str) -> None:
+    roots = ["/work/trees/tree0", "/work/trees/tree1"]
+    assert normalise(left, roots) == normalise(right, roots)
+    assert signature("p", SITE, left, roots) == signature("p", SITE, right, roots)
+
+
+@pytest.mark.parametrize(("left", "right"), [
+    ("f(qty=2000)", "f(qty=2001)"),
+    ("f(x=0x10)", "f(x=0x11)"),  # short hex literals are values, not addresses
+    ("f(day='2026-11-30')", "f(day='2026-12-01')"),  # a date alone is data
+])
+def test_different_counterexamples_differ(left: str, right: str) -> None:
+    assert signature("p", SITE, left) != signature("p", SITE, right)
+
+
+def test_prop_and_site_are_part_of_the_identity() -> None:
+    assert signature("p", SITE, "f(1)") != signature("q", SITE, "f(1)")
+    assert signature("p", SITE, "f(1)") != signature("p", SITE.replace(":12", ":13"), "f(1)")
