@@ -547,3 +547,30 @@ def test_score_reads_the_budget_from_the_trusted_side(repo: Path) -> None:
     data = score(repo, 1)
     assert "added_over_budget" in data["reasons"]  # type: ignore[operator]
     assert data["budget"] == {"active": 1, "max_active": 3, "added": ["FZ-1"], "max_added_per_patch": 0}
+
+
+def test_terminal_table_treats_cells_as_data(repo: Path) -> None:
+    """On a terminal rich draws the table; a reason or path with brackets is text, not markup."""
+    import pty
+
+    write(repo.parent, {"base.jsonl": BASE_RUN})
+    gate(repo, "freeze", "open", "--prop", "prop.x", "--reason", "[/bold] odd [x]", "--paths", "src/[ab].py",
+         "--expires", "14d", "--run", str(repo.parent / "base.jsonl"), check=0)
+    leader, follower = pty.openpty()
+    env = clean_env({"COLUMNS": "200", "TERM": "xterm"})
+    proc = subprocess.run([sys.executable, "-m", "mergegate", "freeze", "list"], cwd=repo, env=env,
+                          stdout=follower, stderr=subprocess.PIPE, text=True, check=False)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    screen = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, proc.stderr
+    assert "[/bold] odd [x]" in screen and "src/[ab].py" in screen and "┃" in screen
