@@ -574,3 +574,14 @@ def test_terminal_table_treats_cells_as_data(repo: Path) -> None:
     screen = b"".join(chunks).decode(errors="replace")
     assert proc.returncode == 0, proc.stderr
     assert "[/bold] odd [x]" in screen and "src/[ab].py" in screen and "┃" in screen
+
+
+def test_admit_binds_check_rows_to_the_blob(repo: Path) -> None:
+    patch = make_patch(repo, {"src/calc.py": CALC.replace("a - b", "a + b")})
+    blob = hashlib.sha256(patch.read_bytes()).hexdigest()
+    checks = repo.parent / "checks.jsonl"
+    checks.write_text(json.dumps({"test_id": "p", "kind": "PROP_PASS", "blob": blob}) + "\n")
+    data = json.loads(gate(repo, "admit", str(patch), "--checks", str(checks), "--json", check=0).stdout)
+    assert data["blob"] == blob and len(data["seed_list_sha256"]) == 64
+    checks.write_text(json.dumps({"test_id": "p", "kind": "PROP_PASS", "blob": "0" * 64}) + "\n")
+    assert "a changed diff is a new trial" in gate(repo, "admit", str(patch), "--checks", str(checks), check=2).stderr

@@ -10,6 +10,7 @@ the base revision.  Exit 0 only for ``admit``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -40,7 +41,8 @@ def _read_patch(name: str) -> bytes:
         raise UsageError(f"{name}: no such patch file", "pass the file the draft channel wrote") from None
 
 
-def _checks(path: str | None) -> list[admission.Check]:
+def _checks(path: str | None, blob: str) -> list[admission.Check]:
+    """Non-canary check rows; a row bound to another blob id belongs to another trial."""
     if path is None:
         return []
     checks = []
@@ -57,6 +59,9 @@ def _checks(path: str | None) -> list[admission.Check]:
                               '{"test_id": "p", "kind": "PROP_FAIL", "quarantine_eligible": true}') from None
         if not isinstance(test_id, str) or test_id in admission.CANARIES or not isinstance(eligible, bool):
             raise ConfigError(path, number, f"bad check {test_id!r}", "canaries are run by the gate itself")
+        if data.get("blob") not in (None, blob):
+            raise ConfigError(path, number, f"check {test_id} was run on blob {str(data['blob'])[:12]}, "
+                              f"not this patch's {blob[:12]}", "a changed diff is a new trial: rerun the checks")
         checks.append(admission.Check(test_id, False, eligible, kind))
     return checks
 
@@ -65,11 +70,11 @@ def run(args: argparse.Namespace) -> int:
     diff = _read_patch(args.patch)
     if args.infra or not diff.strip():
         result = admission.admit(diff, [], set(), channel_infra=args.infra)
-        return _print(args, result, None, ())
+        return _print(args, result, None, (), None)
     base = gitio.must_resolve(args.base)
     policy = repo.load_policy(base)
     canaries = admission.run_canaries(diff, base, policy)
-    others = _checks(args.checks) if all(c.ok for c in canaries) else []  # not partial credit
+    others = _checks(args.checks, admission.blob_id(diff)) if all(c.ok for c in canaries) else []  # no partial credit
     checks = [c.check() for c in canaries] + others
     freeze_ids: set[str] = set()
     if others:
@@ -77,14 +82,15 @@ def run(args: argparse.Namespace) -> int:
         touched = parse_diff(diff).touched
         freeze_ids = admission.usable_freeze_ids(led.entries, others, touched, ledger.utcnow())
     result = admission.admit(diff, checks, freeze_ids)
-    return _print(args, result, base, canaries)
+    seeds = hashlib.sha256(json.dumps(list(policy.verdict.seeds)).encode()).hexdigest()
+    return _print(args, result, base, canaries, seeds)
 
 
 def _print(args: argparse.Namespace, result: dict[str, object], base: str | None,
-           canaries: tuple[admission.CanaryResult, ...]) -> int:
+           canaries: tuple[admission.CanaryResult, ...], seeds: str | None) -> int:
     code = 0 if result["verdict"] == "admit" else 1
-    if args.json:
-        emit_json({**result, "base": base,
+    if args.json:  # seed 002 step 9: blob id, base revision, hash of the seed list, verdict, check vector
+        emit_json({**result, "base": base, "seed_list_sha256": seeds,
                    "checks": [{"test_id": c.name, "canary": True, "ok": c.ok, "detail": c.detail}
                               for c in canaries]})
         return code
