@@ -208,3 +208,12 @@ def test_rows_from_ci_shards_and_missing_seed(shop: Path, tmp_path: Path) -> Non
     (tmp_path / "head.jsonl").write_text("".join(json.dumps(r) + "\n" for r in forged))
     code, data = check(shop, "main", head, *runs)
     assert code == 1 and {p["reason"] for p in data["properties"]} == {"missing_seed"}
+
+
+def test_production_plus_plain_tests_is_review(shop: Path) -> None:
+    head = patch(shop, "main", "review", {"src/shop/orders.py": orders_comment(shop),
+                                          "tests/test_orders.py": "def test_ok():\n    assert True\n"})
+    code, data = check(shop, "main", head)
+    assert (code, data["decision"]) == (1, "review"), data
+    assert data["scorecard"]["reasons"] == ["tests_are_not_oracles"]
+    assert {p["verdict"] for p in data["properties"]} == {"pass"}
