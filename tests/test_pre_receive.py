@@ -173,7 +173,7 @@ def test_agent_production_commits_are_accepted(srv: Server) -> None:
     assert_accepted(srv, srv.push())
 
 
-@pytest.mark.parametrize("variable", ["GATE_PUSHER", "GL_USERNAME", "GITHUB_USER_LOGIN"])
+@pytest.mark.parametrize("variable", ["GATE_PUSHER", "GL_USERNAME", "GITHUB_USER_LOGIN", "GITEA_PUSHER_NAME"])
 def test_pusher_identity_marks_an_agent(tmp_path: Path, variable: str) -> None:
     s = make_server(tmp_path, hook=False)
     edit_policy(s.work, "pushers: []", 'pushers: ["robot-*"]')
@@ -309,6 +309,8 @@ def test_annotated_tag_is_peeled_and_its_commits_checked(srv: Server) -> None:
     git(srv.work, "tag", "-a", "v1", "-m", "v1", good)
     assert_accepted(srv, srv.push("main", "refs/tags/v1"))
     assert srv.ref("refs/tags/v1^{commit}") == good
+    git(srv.work, "tag", "-a", "v1-again", "-m", "a tag of a tag", "v1")
+    assert_accepted(srv, srv.push("refs/tags/v1-again"))
     git(srv.work, "checkout", "-q", "--detach")
     bad = commit(srv.work, {"src/app.py": "x = 3\n", ORACLE: "y = 1\n"})
     git(srv.work, "tag", "-a", "v2", "-m", "v2", bad)
