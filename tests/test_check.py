@@ -217,3 +217,13 @@ def test_production_plus_plain_tests_is_review(shop: Path) -> None:
     assert (code, data["decision"]) == (1, "review"), data
     assert data["scorecard"]["reasons"] == ["tests_are_not_oracles"]
     assert {p["verdict"] for p in data["properties"]} == {"pass"}
+
+
+def test_property_importing_something_missing_at_base_is_a_clear_error(shop: Path) -> None:
+    text = "import no_such_module_anywhere\n" + (shop / "oracles/properties/test_tax.py").read_text()
+    patch(shop, "main", "bad-base", {"oracles/properties/test_tax.py": text}, agent=False, sign=True)
+    head = patch(shop, "t/bad-base", "on-bad-base", {"src/shop/orders.py": orders_comment(shop)})
+    proc = gate(shop, "check", "--base", "t/bad-base", "--head", head)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cannot load its oracle at the base revision" in proc.stderr and "fix:" in proc.stderr
+    assert "no_such_module_anywhere" in proc.stderr
