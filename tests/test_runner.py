@@ -63,6 +63,12 @@ def test_reads_holidays(n):
 def test_crashes(n):
     from shop.crash import boom
     boom()
+
+
+@given(st.integers(0, 3))
+def test_kills_runner(n):
+    from shop.crash import kill_parent
+    kill_parent()
 '''
 
 
@@ -75,10 +81,12 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     files["oracles/catalog/prop.sleeps.yaml"] = catalog_entry("prop.sleeps", "test_sleeps")
     files["oracles/catalog/prop.reads.yaml"] = catalog_entry("prop.reads", "test_reads_holidays")
     files["oracles/catalog/prop.crashes.yaml"] = catalog_entry("prop.crashes", "test_crashes")
+    files["oracles/catalog/prop.kills.yaml"] = catalog_entry("prop.kills", "test_kills_runner")
     files["oracles/catalog/claimed.yaml"] = "claimed: [prop.order_total, prop.tax_round, prop.bulk_discount]\n"
     policy = (repo / "gate.yaml").read_text() + "runner: {timeout_s: 4}\n"
     files["gate.yaml"] = policy
-    files["src/shop/crash.py"] = "import os, signal\n\ndef boom():\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+    files["src/shop/crash.py"] = ("import os, signal\n\ndef boom():\n    os.kill(os.getpid(), signal.SIGKILL)\n\n"
+                                  "def kill_parent():\n    os.kill(os.getppid(), signal.SIGKILL)\n")
     sign_and_commit(repo, files, "the shop")
     return repo
 
@@ -125,6 +133,33 @@ def test_timeout_and_crash_are_fails(shop: Path) -> None:
     by = {r["prop"]: r for r in rows}
     assert by["prop.sleeps"]["status"] == "fail" and by["prop.sleeps"]["witness"] == "Timeout:runner"
     assert by["prop.crashes"]["status"] == "fail" and by["prop.crashes"]["witness"] == "Crash:runner"
+
+
+def test_a_killed_worker_is_a_crash_and_the_run_goes_on(shop: Path) -> None:
+    rows = run_rows(shop, "--only", "prop.kills", "--only", "prop.order_total", "-j", "1", code=1)
+    by = {(r["prop"], r["seed"]): r for r in rows}
+    assert all(by[("prop.kills", s)]["witness"] == "Crash:runner" for s in (11, 29, 47))
+    assert all(by[("prop.order_total", s)]["status"] == "pass" for s in (11, 29, 47))
+
+
+def test_production_cannot_shadow_an_oracle_helper(shop: Path, tmp_path: Path) -> None:
+    """Oracle helpers resolve from the oracle's own directory before any production root."""
+    helper = "from decimal import Decimal\n\nHALF_CENT = Decimal('0.005')\n"
+    oracle = (shop / "oracles/properties/test_tax.py").read_text().replace(
+        'from shop.tax import tax_for', 'from shop.tax import tax_for\nfrom taxhelp import HALF_CENT').replace(
+        'Decimal("0.005")', "HALF_CENT")
+    sign_and_commit(shop, {"oracles/properties/taxhelp.py": helper, "oracles/properties/test_tax.py": oracle},
+                    "oracle helper")
+    planted = {"src/taxhelp.py": "from decimal import Decimal\n\nHALF_CENT = Decimal(9)\n",
+               "src/shop/tax.py": BROKEN_TAX}
+    write(shop, planted)
+    try:
+        rows = run_rows(shop, "--only", "prop.tax_round", "--seeds", "11", code=1)
+    finally:
+        write(shop, {"src/taxhelp.py": None})
+        git(shop, "checkout", "--", "src/shop/tax.py")
+        git(shop, "reset", "-q", "--hard", "HEAD~1")
+    assert rows[0]["status"] == "fail"
 
 
 def test_undeclared_fixture_is_flagged_and_fails(shop: Path) -> None:
@@ -269,4 +304,4 @@ def test_gate_diff_writes_contract_and_decides(shop: Path, tmp_path: Path) -> No
     assert contract["base"] == base and contract["head"] == head and contract["seeds"] == [11, 29, 47]
     assert contract["spec_hash"]["base"] == contract["spec_hash"]["head"]
     assert set(contract["fixture_digest"]) == {"base", "head"}
-    assert len((tmp_path / "d" / "patch.jsonl").read_text().splitlines()) == 3 * 7
+    assert len((tmp_path / "d" / "patch.jsonl").read_text().splitlines()) == 3 * len(contract["properties"])

@@ -283,6 +283,10 @@ class Pool:
             if zyg in self._all:
                 self._all.remove(zyg)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -354,7 +358,14 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
         def one(index: int) -> Row:
             tree, spec, seed = tasks[index]
             job = _job(index, tree, spec, seed, policy, scratch)
-            row = _row(tree, spec, seed, pool.submit(job), policy, closures[(tree.root, spec.prop.id)])
+            try:
+                out = pool.submit(job)
+            except InternalError as exc:
+                if pool.closed:
+                    raise
+                # The zygote died under this job (e.g. the OOM killer): a crash, a fail; a fresh one serves on.
+                out = {"status": "fail", "witness": "Crash:runner", "error": exc.message}
+            row = _row(tree, spec, seed, out, policy, closures[(tree.root, spec.prop.id)])
             if progress is not None:
                 progress(tasks[index], row)
             return row
@@ -380,7 +391,7 @@ def _closures(tasks: Sequence[Task]) -> dict[tuple[Path, str], str]:
 
 
 def _job(index: int, tree: Tree, spec: Spec, seed: int, policy: Policy, scratch: Path) -> dict[str, Any]:
-    oracle_root, module = _module_name(tree.root, spec.prop.oracle_file)
+    oracle_root, module = _module_name(tree, spec.prop.oracle_file)
     return {
         "id": index, "prop": spec.prop.id, "seed": seed, "tree": str(tree.root),
         "oracle_file": spec.prop.oracle_file, "function": spec.prop.oracle_function,
@@ -391,12 +402,17 @@ def _job(index: int, tree: Tree, spec: Spec, seed: int, policy: Policy, scratch:
     }
 
 
-def _module_name(root: Path, oracle_file: str) -> tuple[str, str]:
-    """Import root and dotted module name, as pytest's rootdir-less "prepend" mode finds them."""
-    path = root / oracle_file
+def _module_name(tree: Tree, oracle_file: str) -> tuple[str, str]:
+    """Import root and dotted module name, as pytest's rootdir-less "prepend" mode finds them.
+
+    The import root goes on sys.path BEFORE the production roots: a production
+    module can never shadow an oracle helper (the price: an oracle file named
+    like a production package hides it, which fails closed).
+    """
+    path = tree.root / oracle_file
     parts = [path.stem]
     directory = path.parent
-    while directory != root and (directory / "__init__.py").exists():
+    while directory != tree.root and (directory / "__init__.py").exists():
         parts.insert(0, directory.name)
         directory = directory.parent
     return str(directory), ".".join(parts)
