@@ -230,3 +230,17 @@ def test_evil_merge_mixing_anew_is_refused(repo: Path) -> None:
     code, out = do_commit(repo, "--no-edit")
     assert code == 1
     assert "production: src/evil.py" in out and "guarded:    oracles/fixtures/evil.json" in out
+
+
+def test_merge_with_an_old_ancestor_cannot_revert_an_oracle(repo: Path) -> None:
+    from tests.helpers import sign_and_commit
+
+    sign_and_commit(repo, {"oracles/properties/test_p.py": "def test_p():\n    assert 1\n"})
+    old = head(repo)
+    sign_and_commit(repo, {"oracles/properties/test_p.py": "def test_p():\n    assert 2\n"})
+    # An agent "merges" the old ancestor and takes its oracle: a change of its own, not one brought.
+    (repo / ".git/MERGE_HEAD").write_text(old + "\n")
+    (repo / ".git/MERGE_MSG").write_text("merge\n")
+    git(repo, "checkout", old, "--", "oracles/properties/test_p.py", M)
+    code, out = do_commit(repo, env={"GATE_AGENT": "1"})
+    assert code == 1 and "gate-guard" in out and "oracles/properties/test_p.py" in out

@@ -115,8 +115,8 @@ def _branch(s: Server, name: str, base: str) -> None:
     git(s.work, "checkout", "-q", "-b", name, base)
 
 
-def test_a_merge_cannot_smuggle_a_mix(srv: Server) -> None:
-    """Two clean branches (oracle-only, production-only) merged: the merge brings both to main."""
+def test_a_merge_is_judged_like_the_fast_forward_it_replaces(srv: Server) -> None:
+    """Clean branches merged: what each merge takes from a side was judged in that side's commits."""
     base = srv.ref("main")
     assert base
     _branch(srv, "oracle", base)
@@ -134,10 +134,30 @@ def test_a_merge_cannot_smuggle_a_mix(srv: Server) -> None:
     git(srv.work, "checkout", "-q", "main")
     commit(srv.work, {"README.md": "main moved on\n"})
     git(srv.work, "merge", "-q", "--no-edit", "both")
-    merge = git(srv.work, "rev-parse", "HEAD").stdout.strip()
-    lines = assert_rejected(srv, srv.push("main"), before)
-    assert [line.split(" ")[:2] for line in lines] == [[short(merge), "mixed:"]]
-    assert "rebase instead of merging" in lines[0]
+    # "both" holds an oracle-only and a production commit, each fine: pushed as a fast-forward they
+    # would pass, so merging them must too.
+    assert_accepted(srv, srv.push("main"))
+
+
+def test_a_merge_cannot_revert_an_oracle_by_taking_an_old_parent(srv: Server) -> None:
+    """A merge with an old ancestor whose tree takes the old oracle: the merge's own change."""
+    sign_and_commit(srv.work, {ORACLE: "def test_p():\n    assert 1\n"})
+    old = git(srv.work, "rev-parse", "HEAD").stdout.strip()
+    sign_and_commit(srv.work, {ORACLE: "def test_p():\n    assert 2\n"})
+    assert_accepted(srv, srv.push())
+    before = srv.ref("main")
+    commit(srv.work, {"src/app.py": "x = 3\n"})
+    old_tree = {ORACLE: "def test_p():\n    assert 1\n"}
+    write(srv.work, old_tree)
+    git(srv.work, "checkout", "-q", old, "--", "oracles/MANIFEST.sha256")
+    git(srv.work, "add", "-A")
+    tree = git(srv.work, "write-tree").stdout.strip()
+    head = git(srv.work, "rev-parse", "HEAD").stdout.strip()
+    merge = git(srv.work, "commit-tree", tree, "-p", head, "-p", old, "-m", "evil merge", env=AGENT).stdout.strip()
+    git(srv.work, "reset", "-q", "--hard", merge)
+    lines = assert_rejected(srv, srv.push(), before)
+    assert lines and lines[0].startswith(f"{short(merge)} ") and "agent-guarded" in lines[0]
+    assert ORACLE in lines[0]
 
 
 def test_an_evil_merge_is_judged_by_what_it_brings(srv: Server) -> None:
@@ -148,12 +168,14 @@ def test_an_evil_merge_is_judged_by_what_it_brings(srv: Server) -> None:
     git(srv.work, "checkout", "-q", "main")
     commit(srv.work, {"README.md": "x\n"})
     git(srv.work, "merge", "-q", "--no-commit", "prod")
-    write(srv.work, {"oracles/fixtures/sneaky.json": "{}\n"})
+    # src/app.py comes unchanged from prod (judged there); the merge's own edits are the other two
+    write(srv.work, {"oracles/fixtures/sneaky.json": "{}\n", "src/evil.py": "x = 1\n"})
     git(srv.work, "add", "-A")
     git(srv.work, "commit", "-q", "--no-verify", "-m", "merge prod")
     merge = git(srv.work, "rev-parse", "HEAD").stdout.strip()
     lines = assert_rejected(srv, srv.push(), base)
     assert lines and lines[0].startswith(f"{short(merge)} mixed,manifest:")
+    assert "src/evil.py" in lines[0] and "src/app.py" not in lines[0]
 
 
 # ---------------------------------------------------------------- agents

@@ -157,19 +157,52 @@ def merge_heads(cwd: str | Path | None = None) -> list[str]:
 
 
 def staged_commit_changes(cwd: str | Path | None = None) -> list[Change]:
-    """What the commit being made brings that none of its parents has.
+    """What the commit being made changes on its own account.
 
-    For an ordinary commit that is the index against HEAD.  For a merge, a path
-    counts only when the index differs from *every* parent: what the merge takes
-    unchanged from one side was judged when that side was committed; what it
-    makes anew (a conflict resolution, an evil merge) is judged now.
+    For an ordinary commit that is the index against HEAD.  For a merge, the
+    paths it takes unchanged from another parent that changed them since the
+    merge base are left out (see ``merge_brought``): they were judged when that
+    side was committed.  Everything else it changes against HEAD is its own.
     """
     changes = staged_changes(cwd)
-    for other in merge_heads(cwd):
-        against = {c.path for c in parse_raw(out(
-            ["diff-index", "--cached", "--raw", "-z", "--no-renames", "--no-ext-diff", other], cwd))}
-        changes = [c for c in changes if c.path in against]
-    return changes
+    others = merge_heads(cwd)
+    head_ = head(cwd)
+    if not others or head_ is None:
+        return changes
+    brought = merge_brought(None, head_, others, [c.path for c in changes], cwd)
+    return [c for c in changes if c.path not in brought]
+
+
+MERGE_PATHS_MAX = 2000  # beyond this, judge the whole first-parent diff (conservative, never laxer)
+
+
+def merge_brought(target: str | None, first_parent: str, others: Sequence[str], paths: Sequence[str],
+                  cwd: str | Path | None = None) -> set[str]:
+    """Paths a merge (``target``: a commit, None: the index) takes unchanged from another parent
+    that changed them since its merge base with the first parent.
+
+    Such a path was judged in that parent's own commits, just as a fast-forward
+    would have been.  A path the merge makes anew (a conflict resolution, an
+    evil merge) is not among them, and neither is a path taken from a parent
+    that did not change it since the merge base: that would let a merge with an
+    old ancestor quietly revert an oracle file.
+    """
+    if not paths or len(paths) > MERGE_PATHS_MAX:
+        return set()
+    specs = ["--", *(":(literal,top)" + p for p in paths)]
+    brought: set[str] = set()
+    for other in others:
+        proc = run(["merge-base", first_parent, other], cwd, check=False)
+        base = proc.stdout.decode().strip()
+        if proc.returncode != 0 or not base:
+            continue
+        if target is None:
+            differs = out(["diff-index", "--cached", "-z", "--name-only", "--no-renames", other, *specs], cwd)
+        else:
+            differs = out(["diff-tree", "-r", "-z", "--name-only", "--no-renames", target, other, *specs], cwd)
+        side = out(["diff-tree", "-r", "-z", "--name-only", "--no-renames", base, other, *specs], cwd)
+        brought |= set(zsplit(side)) - set(zsplit(differs))
+    return brought & set(paths)
 
 
 def tree_changes(old: str, new: str, cwd: str | Path | None = None) -> list[Change]:

@@ -168,11 +168,24 @@ def _judge_group(side: trusted.Side, group: list[Target], cwd: str | Path | None
     for c in reversed(commits):  # oldest first, as the pusher wrote them
         if c.sha not in splits:
             continue
-        facts = CommitFacts(c.sha, splits[c.sha], agent_reason(pol, env, c.author_email, who),
-                            reports.get(c.sha), c.sha not in bad_signatures if required else None, signers,
+        agent = agent_reason(pol, env, c.author_email, who)
+        own = splits[c.sha]
+        if len(c.parents) > 1 and (own.mixed or (agent and own.guarded)):
+            own = _own_changes(splitter, c, cwd)
+        facts = CommitFacts(c.sha, own, agent, reports.get(c.sha),
+                            c.sha not in bad_signatures if required else None, signers,
                             merge=len(c.parents) > 1)
         refusals += judge_commit(facts)
     return refusals, len(commits)
+
+
+def _own_changes(splitter: Splitter, c: gitio.LoggedCommit, cwd: str | Path | None) -> Split:
+    """A merge's changes less what it takes unchanged from a parent that brought them (judged there).
+
+    Only asked for a merge that would otherwise be refused, so an ordinary push pays nothing.
+    """
+    brought = gitio.merge_brought(c.sha, c.parents[0], c.parents[1:], [ch.path for ch in c.changes], cwd)
+    return splitter.split(ch for ch in c.changes if ch.path not in brought)
 
 
 class Splitter:

@@ -77,9 +77,9 @@ def judge_commit(facts: CommitFacts) -> list[Refusal]:
     """The refusals one commit earns; an empty list admits it."""
     out: list[Refusal] = []
     s, sid = facts.split, short(facts.sha)
-    # A merge is judged by what it brings to its first parent; say so, or the fix reads wrong.
-    merge_hint = (" (this merge brings them to its first parent: rebase instead of merging)"
-                  if facts.merge else "")
+    # A merge is judged by what it changes on its own account; say so, or the fix reads wrong.
+    merge_hint = (" (this merge makes these changes itself: neither is taken unchanged from a parent "
+                  "that changed it since the merge base)" if facts.merge else "")
     if s.mixed:
         out.append(Refusal(
             sid, MIXED, (*s.guarded, *s.production),
