@@ -41,6 +41,12 @@ def test_classify(path: str, cls: str) -> None:
     assert DEFAULT.classify(path) == cls
 
 
+def test_gate_yaml_stays_guarded_when_the_policy_list_drops_it() -> None:
+    pol = policy.parse('version: 1\npaths: {policy: ["pytest.ini"]}\n')
+    assert pol.classify("gate.yaml") == "policy"
+    assert pol.classify("lib/gate.yaml") == "other"  # only the root file is the policy
+
+
 def test_guarded_classes() -> None:
     assert {policy.PRODUCTION, policy.OTHER}.isdisjoint(policy.GUARDED)
     assert set(policy.CLASSES) - policy.GUARDED == {policy.PRODUCTION, policy.OTHER}

@@ -40,6 +40,8 @@ def run(
             env=None if env is None else dict(env), check=False,
         )
     except FileNotFoundError:
+        if cwd is not None and not os.path.isdir(cwd):
+            raise UsageError(f"{cwd}: no such directory", "pass an existing repository path") from None
         raise UsageError("git is not installed or not on PATH", "install git") from None
     if check and proc.returncode != 0:
         err = proc.stderr.decode(errors="replace").strip().splitlines()

@@ -13,6 +13,7 @@ GUARDED = frozenset({ORACLE, FIXTURE, CATALOG, MANIFEST, LEDGER, POLICY})
 # Everything the manifest signs: guarded, but not the manifest itself nor the ledger
 # (the ledger changes by a person's hand between oracle commits and has its own rules).
 SIGNED = frozenset({ORACLE, FIXTURE, CATALOG, POLICY})
+POLICY_FILE = "gate.yaml"  # always policy: a gate.yaml that drops itself from paths.policy stays guarded
 
 
 def classify(
@@ -31,7 +32,7 @@ def classify(
         return MANIFEST
     if path == ledger:
         return LEDGER
-    if globs.matches(path, policy):
+    if path == POLICY_FILE or globs.matches(path, policy):
         return POLICY
     if path == catalog or path.startswith(catalog.rstrip("/") + "/"):
         return CATALOG

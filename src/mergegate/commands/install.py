@@ -18,6 +18,8 @@ MARKER = "# installed by `gate install` (mergegate)"
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="replace a hook mergegate did not write")
     parser.add_argument("--pre-receive", metavar="BARE_REPO", help="install the server hook into a bare repository")
+    parser.add_argument("--format", choices=("plain", "gitlab"), default="plain",
+                        help="server hook message format (gitlab prefixes GL-HOOK-ERR:)")
 
 
 def hook_script(python: str) -> str:
@@ -45,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.pre_receive:
         from mergegate.hooks import pre_receive
 
-        target = pre_receive.install_pre_receive(Path(args.pre_receive), force=args.force)
+        target = pre_receive.install_pre_receive(Path(args.pre_receive), force=args.force, fmt=args.format)
         print(f"installed {target}")
         return 0
     hooks_dir = gitio.git_path("hooks")
