@@ -347,6 +347,9 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
     if not tasks:
         return []
     size = max(1, min(jobs or default_jobs(policy), len(tasks)))
+    begin = getattr(progress, "begin", None)  # a progress bar may want the total first
+    if callable(begin):
+        begin(len(tasks))
     with tempfile.TemporaryDirectory(prefix="gate-run-") as scratch_dir:
         scratch = Path(scratch_dir)
         (scratch / "pycache").mkdir()

@@ -6,12 +6,12 @@ import argparse
 import json
 import os
 import sys
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from mergegate import gitio
 from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
+from mergegate.progress import progress_bar
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.base_runs) != bool(args.head_runs):
         raise UsageError("--base-runs and --head-runs go together", "pass both merged run files, or neither")
     runs = (Path(args.base_runs), Path(args.head_runs)) if args.base_runs else None
-    with _progress(args) as progress:
+    with progress_bar(quiet=args.json) as progress:
         outcome = check.check(args.base, head, environ=os.environ, jobs=args.jobs, progress=progress, runs=runs)
     where = Path(args.evidence) if args.evidence else gitio.toplevel() / ".gate" / "evidence" / outcome.head[:12]
     evidence.write_packet(outcome, where)
@@ -60,32 +60,6 @@ def _write(path: str, text: str) -> None:
     from mergegate import fsutil
 
     fsutil.atomic_write(path, text.encode())
-
-
-def _progress(args: argparse.Namespace) -> AbstractContextManager[Any]:
-    if args.json or not sys.stderr.isatty():
-        return nullcontext(None)
-    return _RichProgress()
-
-
-class _RichProgress:
-    """A rich progress bar on stderr, advanced once per finished row."""
-
-    def __enter__(self) -> Any:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        self.bar = Progress(TextColumn("running properties"), BarColumn(), MofNCompleteColumn(),
-                            console=Console(stderr=True), transient=True)
-        self.bar.__enter__()
-        self.task = self.bar.add_task("rows", total=None)
-        return self.advance
-
-    def advance(self, task: Any, row: Any) -> None:
-        self.bar.advance(self.task)
-
-    def __exit__(self, *exc: object) -> None:
-        self.bar.__exit__(None, None, None)
 
 
 def _print_table(outcome: Any, where: Path) -> None:

@@ -25,7 +25,11 @@ def run(args: argparse.Namespace) -> int:
     cat, specs = runner.load_specs(base, policy)
     edited = split.oracle_edited(cat, split.split(gitio.tree_changes(base, head), policy))
     seeds = policy.verdict.seeds
-    pair = diffrun.run_pair(base, head, policy, cat, specs, seeds, skip_head=edited, jobs=args.jobs)
+    from mergegate.progress import progress_bar
+
+    with progress_bar(quiet=args.json) as progress:
+        pair = diffrun.run_pair(base, head, policy, cat, specs, seeds, skip_head=edited, jobs=args.jobs,
+                                progress=progress)
     out = Path(args.out)
     fsutil.atomic_write(out / "contract.json", diffrun.canonical(pair.contract) + b"\n")
     runner.write_jsonl(pair.base_rows, out / "base.jsonl")

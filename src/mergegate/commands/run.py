@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mergegate import gitio, repo, runner
 from mergegate.errors import EXIT_NO, EXIT_OK, EXIT_USAGE, UsageError
+from mergegate.policy import Policy
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -60,12 +61,12 @@ def run(args: argparse.Namespace) -> int:
     return report(rows, args.out)
 
 
-def _run(tree_dir: Path, pairs: list[tuple[runner.Spec, int]], policy: object, jobs: int | None) -> list[runner.Row]:
-    from mergegate.policy import Policy
+def _run(tree_dir: Path, pairs: list[tuple[runner.Spec, int]], policy: Policy, jobs: int | None) -> list[runner.Row]:
+    from mergegate.progress import progress_bar
 
-    assert isinstance(policy, Policy)
     tree = runner.tree_info(tree_dir, policy)
-    return runner.run_tasks([(tree, spec, seed) for spec, seed in pairs], policy, jobs)
+    with progress_bar() as progress:
+        return runner.run_tasks([(tree, spec, seed) for spec, seed in pairs], policy, jobs, progress)
 
 
 def report(rows: list[runner.Row], out: str) -> int:
