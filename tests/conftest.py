@@ -12,3 +12,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "docker" in item.keywords:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> object:
+    """A docker client whose engine answers and has the sandbox image; in CI a missing one fails."""
+    reason = ""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=30)
+        client.ping()
+        client.images.get("mergegate-sandbox:latest")
+        return client
+    except ImportError:
+        reason = "the docker SDK is not installed"
+    except Exception as exc:  # no engine, or no image
+        reason = f"no Docker engine with mergegate-sandbox:latest ({type(exc).__name__}: {exc})"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}; CI must run the sandbox tests: run .ci/setup-docker.sh first")
+    pytest.skip(f"{reason}; run .ci/setup-docker.sh")

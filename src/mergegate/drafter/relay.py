@@ -36,7 +36,7 @@ class RelayState:
     requests: int = 0
     refused: list[str] = field(default_factory=list)
     infra: str | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.RLock = field(default_factory=threading.RLock)
 
 
 class _Server(socketserver.UnixStreamServer):

@@ -1,0 +1,229 @@
+"""Pure pieces of the drafter: container options, surface, host-side validation, install helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from mergegate import catalog
+from mergegate.drafter import accept, image, stage, surface
+from mergegate.drafter.options import LABEL, LABEL_DEADLINE, SANDBOX_UID, Limits, Mounts, container_options
+from mergegate.drafter.pipeline import wall_clock
+from mergegate.errors import UsageError
+from mergegate.policy import Policy, parse
+
+MOUNTS = Mounts(repo="/h/repo", staging="/h/staging", job="/h/job", agent="/h/agent.py", relay_socket="/h/r.sock")
+
+
+def test_container_options_hold_every_sandbox_rule() -> None:
+    limits = Limits(mem_bytes=512 * 2**20, cpus=1.5, pids=64, nofile=128, fsize_bytes=2**20, wall_clock_s=30)
+    opts = container_options("img:tag", MOUNTS, limits, 1234.9)
+    assert opts["image"] == "img:tag"
+    assert opts["network_mode"] == "none"
+    assert opts["read_only"] is True
+    assert opts["cap_drop"] == ["ALL"]
+    assert opts["security_opt"] == ["no-new-privileges"]
+    assert opts["user"] == f"{SANDBOX_UID}:{SANDBOX_UID}" and SANDBOX_UID != 0
+    assert opts["mem_limit"] == opts["memswap_limit"] == 512 * 2**20
+    assert opts["nano_cpus"] == 1_500_000_000
+    assert opts["pids_limit"] == 64
+    assert {(u["Name"], u["Soft"], u["Hard"]) for u in opts["ulimits"]} == {("nofile", 128, 128),
+                                                                            ("fsize", 2**20, 2**20)}
+    assert opts["init"] is True
+    assert opts["tmpfs"]["/tmp"].startswith("rw,noexec,nosuid,nodev,size=")
+    assert opts["environment"]["HOME"].startswith("/tmp/")
+    assert opts["environment"]["HYPOTHESIS_STORAGE_DIRECTORY"].startswith("/tmp/")
+    assert opts["labels"] == {LABEL: "1", LABEL_DEADLINE: "1234"}
+    assert opts["use_config_proxy"] is False
+    assert "pull" not in opts
+    mounts = {m["Target"]: (m["Source"], m["ReadOnly"]) for m in opts["mounts"]}
+    assert mounts == {
+        "/repo": ("/h/repo", True), "/job": ("/h/job", True), "/opt/gate/agent.py": ("/h/agent.py", True),
+        "/staging": ("/h/staging", False), "/relay/model.sock": ("/h/r.sock", True),
+    }
+    writable = [t for t, (_, ro) in mounts.items() if not ro]
+    assert writable == ["/staging"]
+    assert not any(k for k in opts["environment"] if "KEY" in k or "TOKEN" in k)
+
+
+def test_no_relay_mount_without_a_model() -> None:
+    opts = container_options("i", Mounts("/r", "/s", "/j", "/a"), Limits(), 0)
+    assert all(not m["Target"].startswith("/relay") for m in opts["mounts"])
+
+
+def test_wall_clock_grows_with_jobs_and_is_capped() -> None:
+    assert wall_clock(1, 60, 20) < wall_clock(2, 60, 20) <= 3600
+    assert wall_clock(10_000, 60, 20) == 3600
+
+
+SOURCES = [
+    ("Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n\n"
+     "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n",
+     "http://mirror.example/debian"),
+    ("deb [arch=amd64] http://old.example/debian bookworm main\n", "http://old.example/debian"),
+    ("# deb http://x/debian bookworm main\ndeb http://y/debian bullseye main\n", None),
+    ("Types: deb-src\nURIs: http://src.example/debian\nSuites: bookworm\n", None),
+]
+
+
+@pytest.mark.parametrize(("text", "mirror"), SOURCES)
+def test_mirror_is_read_from_apt_sources(text: str, mirror: str | None) -> None:
+    assert image.mirror_from_sources([text]) == mirror
+
+
+def test_sandbox_user_is_not_root_and_lives_in_tmpfs() -> None:
+    passwd, group = image.passwd_lines()
+    assert passwd.split(":")[2] == str(SANDBOX_UID) and ":/tmp/home:" in passwd and group.startswith("gate:x:")
+
+
+# ---------------------------------------------------------------- surface
+
+CODE = '''
+"""A module."""
+import os
+__all__ = ["add", "Point", "hidden_but_listed"]
+
+def add(a: int, b: int = 0) -> int:
+    """Add two numbers."""
+    return a + b
+
+def not_exported(x): return x
+def _private(x): return x
+
+class Point(Base):
+    """A point."""
+
+async def hidden_but_listed(*args, **kw): ...
+'''
+
+
+def test_surface_reads_public_api_with_signatures_and_docstrings() -> None:
+    apis = surface.parse_module("src/pkg/mod.py", CODE)
+    assert [(a.target, a.kind) for a in apis] == [("pkg.mod.add", "function"), ("pkg.mod.Point", "class"),
+                                                  ("pkg.mod.hidden_but_listed", "function")]
+    add = apis[0]
+    assert add.signature == "def add(a: int, b: int=0) -> int" and add.doc == "Add two numbers."
+    assert apis[1].signature == "class Point(Base)"
+    assert apis[2].signature.startswith("async def hidden_but_listed(*args, **kw)")
+    assert "return a + b" in add.source
+
+
+@pytest.mark.parametrize(("path", "module"), [
+    ("src/pkg/mod.py", "pkg.mod"), ("src/pkg/__init__.py", "pkg"), ("lib/tool.py", "lib.tool"),
+    ("src/my-pkg/x.py", None), ("src/a.txt", None), ("setup.py", "setup"),
+])
+def test_module_names(path: str, module: str | None) -> None:
+    assert surface.module_name(path) == module
+
+
+def test_unparseable_or_hostile_source_has_no_surface() -> None:
+    assert surface.parse_module("src/bad.py", "def (:\n") == []
+    assert surface.parse_module("src/deep.py", "x = " + "(" * 100_000 + ")" * 100_000) == []
+
+
+def test_surface_only_reads_production_paths() -> None:
+    files = {"src/a.py": b"def f(): pass\n", "oracles/properties/test_a.py": b"def test_x(): pass\n",
+             "tools/b.py": b"def g(): pass\n"}
+    assert [a.target for a in surface.surface(files, Policy())] == ["a.f"]
+
+
+def test_select_by_module_function_or_path_and_max() -> None:
+    apis = surface.surface({"src/a.py": b"def f(): pass\ndef g(): pass\n", "src/b/c.py": b"def h(): pass\n"},
+                           Policy())
+    assert [a.target for a in surface.select(apis, ["a.g"], 10)] == ["a.g"]
+    assert [a.target for a in surface.select(apis, ["a"], 10)] == ["a.f", "a.g"]
+    assert [a.target for a in surface.select(apis, ["src/b"], 10)] == ["b.c.h"]
+    assert [a.target for a in surface.select(apis, ["b"], 10)] == ["b.c.h"]
+    assert len(surface.select(apis, [], 2)) == 2
+    with pytest.raises(UsageError, match="--target nope"):
+        surface.select(apis, ["nope"], 10)
+
+
+# ---------------------------------------------------------------- host-side validation
+
+GOOD = b"from hypothesis import given, strategies as st\n\n@given(st.integers())\ndef test_x(a):\n    assert a == a\n"
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    (GOOD, None),
+    (b"", "empty draft"),
+    (b"def test_x(:\n", "does not parse"),
+    (b"\xff\xfe", "does not parse"),
+    (b"x = 1\n", "no top-level test_"),
+    (GOOD.replace(b"st.integers()", b"st.nothing()"), "st.nothing() at line 3"),
+    (GOOD.replace(b"st.integers()", b"st . nothing ()"), "st.nothing()"),
+    (b"from hypothesis.strategies import nothing\n@given(nothing())\ndef test_y(a): pass\n", "st.nothing()"),
+    (b"def test_x(): pass\n" + b"#" * stage.MAX_CANDIDATE_BYTES, "byte cap"),
+])
+def test_check_code(code: bytes, words: str | None) -> None:
+    reason = stage.check_code(code)
+    assert (reason is None) if words is None else (reason is not None and words in reason)
+
+
+def test_collect_reads_only_regular_files_the_host_asked_for(tmp_path: Path) -> None:
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("def test_secret(): pass\n")
+    (staging / "c000.py").write_bytes(GOOD)
+    os.symlink(secret, staging / "c001.py")  # a symlink out of staging: never followed
+    os.mkfifo(staging / "c002.py")  # a FIFO: would block a naive reader
+    (staging / "c003.py").write_bytes(GOOD.replace(b"st.integers()", b"st.nothing()"))
+    (staging / "evil.sh").write_text("rm -rf /")
+    (staging / "results.json").write_text(json.dumps({
+        "triage": {"c000": {"result": "pass", "tests": {"test_x": "pass"}, "elapsed_s": 0.1, "witness": ""},
+                   "c003": {"result": "admit"}},
+        "drafts": {"c004": {"status": "error", "reason": "ImportError: no module x"}},
+    }))
+    keys = {f"c00{i}": f"t{i}" for i in range(5)}
+    staged, rejected, unexpected = stage.collect(staging, keys)
+    assert [(s.key, s.triage.result, s.triage.tests) for s in staged] == [("c000", "pass", (("test_x", "pass"),))]
+    assert staged[0].id == __import__("hashlib").sha256(GOOD).hexdigest()
+    reasons = dict((r.key, r.reason) for r in rejected)
+    assert set(reasons) == {"c001", "c002", "c003", "c004"}
+    assert "st.nothing()" in reasons["c003"] and "ImportError" in reasons["c004"]
+    assert unexpected == ["evil.sh"]
+
+
+def test_a_forged_triage_record_is_sanitised() -> None:
+    assert stage.parse_triage({"result": "admit"}).result == "not_run"
+    got = stage.parse_triage({"result": "fail", "witness": "w" * 10_000, "tests": {"t": "fail"}, "elapsed_s": "x"})
+    assert got.result == "fail" and len(got.witness) == stage.MAX_WITNESS and got.elapsed_s == 0.0
+
+
+def test_oversized_results_are_ignored(tmp_path: Path) -> None:
+    (tmp_path / "results.json").write_bytes(b" " * (stage.MAX_RESULTS_BYTES + 1))
+    assert stage.read_results(tmp_path) == {}
+
+
+# ---------------------------------------------------------------- install helpers
+
+def test_oracle_dir_is_the_literal_directory_of_the_first_oracle_glob() -> None:
+    assert accept.oracle_dir(Policy()) == "oracles/properties"
+    pol = parse("version: 1\npaths:\n  oracle: ['checks/prop_*.py']\n")
+    assert accept.oracle_dir(pol) == "checks"
+    with pytest.raises(UsageError):
+        accept.oracle_dir(parse("version: 1\npaths:\n  oracle: ['*.py']\n"))
+
+
+def test_entry_text_loads_as_a_catalog_entry_even_with_awkward_text() -> None:
+    text = accept.entry_text("add-1234", "oracles/properties/t.py::test_add", 'claim: "quoted" # and: colons',
+                             ["src/a b.py"])
+    prop = catalog.parse_entry(text, "x.yaml")
+    assert (prop.id, prop.oracle_function, prop.claim, prop.covers) == (
+        "add-1234", "test_add", 'claim: "quoted" # and: colons', ("src/a b.py",))
+    assert not prop.canary and not prop.quarantine_eligible
+
+
+def test_claimed_text_appends_and_keeps_comments() -> None:
+    out = accept.claimed_text(b"# why\nclaimed: [a]\n", ["b", "a"], "claimed.yaml")
+    assert out.startswith(b"# why\n") and catalog.parse_claimed(out, "c") == ("a", "b")
+
+
+def test_test_functions_in_file_order() -> None:
+    code = b"def helper(): pass\ndef test_b(): pass\nclass TestX: pass\ndef test_a(): pass\n"
+    assert accept.test_functions(code) == ["test_b", "test_a"]
+    assert accept.slug("pkg.Mod.func") == "pkg_mod_func"
