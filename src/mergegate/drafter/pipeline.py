@@ -146,3 +146,26 @@ def draft(top: Path, policy: Policy, request: Request, environ: Mapping[str, str
                   tuple((by_key[r.key].api.target, r.reason) for r in rejected), tuple(unexpected),
                   time.monotonic() - started)
 
+
+
+def triage(top: Path, policy: Policy, candidates: Mapping[str, bytes], triage_s: float = 20.0,
+           max_examples: int = 100) -> dict[str, stage.Triage]:
+    """Triage given candidates (key -> code) against HEAD in one container start."""
+    limits = Limits(wall_clock_s=wall_clock(len(candidates), 0.0, triage_s))
+    document = {"mode": "triage", "backend": "none", "model": "", "jobs": [],
+                "candidates": [{"key": k, "path": f"/job/candidates/{k}.py"} for k in candidates],
+                "limits": {"draft_s": 0, "triage_s": triage_s, "max_examples": max_examples,
+                           "mem_bytes": limits.mem_bytes // 2},
+                "sys_path": ["/repo/src", "/repo"]}
+    client = sandbox.connect()
+    with tempfile.TemporaryDirectory(prefix="gate-triage-") as tmp_name:
+        tmp = Path(tmp_name)
+        paths = _workspace(tmp, policy, top, document)
+        (tmp / "job" / "candidates").mkdir(mode=0o755)
+        for key, code in candidates.items():
+            (tmp / "job" / "candidates" / f"{key}.py").write_bytes(code)
+        (tmp / "job" / "candidates").chmod(0o755)
+        _check_outcome(sandbox.run(client, policy.drafter.image, paths, limits), None, limits)
+        raw = stage.read_results(tmp / "staging").get("triage")
+        got = raw if isinstance(raw, dict) else {}
+        return {key: stage.parse_triage(got.get(key)) for key in candidates}
