@@ -71,6 +71,33 @@ def snapshot(names: Any) -> dict[str, tuple[Any, dict[str, Any]]]:
 
 
 _MISSING = object()
+_SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
+
+
+def scalars(names: Any) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Hypothesis's module-level constants (limits, buffer sizes, flags), compared by value.
+
+    A production module that lowers an engine limit at import time could make
+    generation trivial without replacing a single function.
+    """
+    snap: dict[str, tuple[Any, dict[str, Any]]] = {}
+    for name in list(names):
+        mod = sys.modules.get(name)
+        if mod is None or not (name == "hypothesis" or name.startswith("hypothesis.")):
+            continue
+        snap[name] = (mod, {k: v for k, v in list(vars(mod).items())
+                            if isinstance(v, _SCALARS) and k.lstrip("_").isupper()})  # constants only
+    return snap
+
+
+def scalars_moved(snap: dict[str, tuple[Any, dict[str, Any]]], missing: object = _MISSING) -> str | None:
+    for name, (mod, attrs) in snap.items():
+        mdict = mod.__dict__
+        for key, value in attrs.items():
+            got = mdict.get(key, missing)
+            if got is not value and (type(got) is not type(value) or got != value):  # NaN is itself
+                return f"{name}.{key}"
+    return None
 
 
 def tampered(
@@ -217,9 +244,11 @@ def _run(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[str, A
         with contextlib.suppress(Exception):
             importlib.import_module(name)
     snap = {**snap, **snapshot([n for n in sys.modules if n not in snap])}
+    consts = scalars(list(sys.modules))
+    moved_const = scalars_moved
     builtins_before = dict(builtins_before)
     code_before = {f: (f.__code__, f.__defaults__)
-                   for f in (tampered, _tamper, assertion_site, counterexample, snapshot)}
+                   for f in (tampered, _tamper, assertion_site, counterexample, snapshot, scalars_moved)}
     opened: list[str] = []
     tree_prefix = job["tree"].rstrip("/") + "/"
     abspath = os.path.abspath
@@ -242,7 +271,7 @@ def _run(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[str, A
     except BaseException as exc:
         return {"status": "fail", "witness": site(exc, oracle_path, rel),
                 "error": f"loading the oracle: {type(exc).__name__}: {exc}"[:2000]}
-    moved = check(snap, builtins_before)
+    moved = check(snap, builtins_before) or moved_const(consts)
     if moved is not None:
         return tamper(moved, rel)
     fn = vars(module).get(job["function"])
@@ -288,7 +317,7 @@ def _run(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[str, A
     for f, (c, d) in code_before.items():
         if f.__code__ is not c or f.__defaults__ is not d:
             return tamper(f"the runner's {f.__name__}", rel)
-    moved = check(snap, builtins_before) or (trace_seen[0] if trace_seen else None)
+    moved = check(snap, builtins_before) or moved_const(consts) or (trace_seen[0] if trace_seen else None)
     if moved is not None:
         return tamper(moved, rel)
     if failure is not None:
