@@ -281,3 +281,26 @@ def test_dead_engine_is_one_clear_line(repo: Path, tmp_path: Path) -> None:
     for args in (["draft-props"], ["sandbox", "doctor"], ["sandbox", "build"]):
         proc = gate(repo, *args, env=env, check=2)
         assert proc.stderr.count("\n") == 1 and "no Docker engine answers" in proc.stderr, proc.stderr
+
+
+# ---------------------------------------------------------------- gate sandbox build
+
+def test_build_from_a_local_base_image_passes_doctor(tmp_path: Path, docker_engine: Any) -> None:
+    tag = "mergegate-sandbox:test-from-base"
+    try:
+        out = gate(tmp_path, "sandbox", "build", "--base-image", "mergegate-sandbox:latest", "--image", tag,
+                   check=0).stdout
+        assert f"image    {tag} built from mergegate-sandbox:latest" in out
+        doctor = gate(tmp_path, "sandbox", "doctor", "--image", tag, check=0).stdout
+        assert "FAIL" not in doctor and "ok       uid = 10001" in doctor
+        assert gate(tmp_path, "sandbox", "build", "--image", tag, "--if-missing", check=0).stdout.endswith("present\n")
+    finally:
+        docker_engine.images.remove(tag, force=True)
+
+
+def test_build_never_pulls_and_checks_its_sources(tmp_path: Path) -> None:
+    proc = gate(tmp_path, "sandbox", "build", "--base-image", "no-such/base:1", "--image", "x:y", check=2)
+    assert "not in the local engine" in proc.stderr and "nothing is pulled" in proc.stderr
+    (tmp_path / "empty-rootfs").mkdir()
+    proc = gate(tmp_path, "sandbox", "build", "--rootfs", str(tmp_path / "empty-rootfs"), "--image", "x:y", check=2)
+    assert "has no usr/bin/python3" in proc.stderr

@@ -186,9 +186,10 @@ def build_from_image(client: object, image: str, base: str, log: list[str]) -> N
         install_site(wheels, ctx / "site")
         dockerfile = "\n".join([
             f"FROM {base}",
+            "USER 0",
             f"COPY site /{SITE}",
-            f"RUN printf '%s\\n' '{passwd.strip()}' >> /etc/passwd"
-            f" && printf '%s\\n' '{group.strip()}' >> /etc/group"
+            f"RUN (grep -q '^gate:' /etc/passwd || printf '%s\\n' '{passwd.strip()}' >> /etc/passwd)"
+            f" && (grep -q '^gate:' /etc/group || printf '%s\\n' '{group.strip()}' >> /etc/group)"
             f" && mkdir -p {' '.join('/' + p for p in MOUNT_POINTS)}",
             *CHANGES,
         ]) + "\n"

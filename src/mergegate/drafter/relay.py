@@ -68,11 +68,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         state = self.server.state
-        if self.path != PATH:
-            return self._refuse(404, f"only {PATH} is relayed")
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
         if length <= 0 or length > state.max_request_bytes:
             return self._refuse(413, f"request body must be 1..{state.max_request_bytes} bytes")
+        raw = self.rfile.read(length)  # read before any answer, so the client never writes into a closed socket
+        if self.path != PATH:
+            return self._refuse(404, f"only {PATH} is relayed")
         with state.lock:
             if state.infra is not None:
                 return self._refuse(503, "the channel already failed: the trial is over")
@@ -80,7 +84,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._refuse(429, f"at most {state.max_requests} requests per run")
             state.requests += 1
         try:
-            request = json.loads(self.rfile.read(length))
+            request = json.loads(raw)
             messages = request["messages"]
             if not isinstance(messages, list):
                 raise TypeError
