@@ -304,3 +304,16 @@ def test_build_never_pulls_and_checks_its_sources(tmp_path: Path) -> None:
     (tmp_path / "empty-rootfs").mkdir()
     proc = gate(tmp_path, "sandbox", "build", "--rootfs", str(tmp_path / "empty-rootfs"), "--image", "x:y", check=2)
     assert "has no usr/bin/python3" in proc.stderr
+
+
+def test_leftover_containers_past_their_deadline_are_swept(tmp_path: Path, docker_engine: Any) -> None:
+    stale = docker_engine.containers.create(
+        "mergegate-sandbox:latest", ["python3", "-c", "pass"], network_mode="none",
+        labels={"mergegate.sandbox": "1", "mergegate.deadline": "1"})
+    try:
+        out = gate(tmp_path, "sandbox", "doctor", check=0).stdout
+        assert "leftover sandbox container" in out and stale.short_id in out
+        assert not docker_engine.containers.list(all=True, filters={"id": stale.id})
+    finally:
+        with __import__("contextlib").suppress(Exception):
+            stale.remove(force=True)

@@ -227,3 +227,12 @@ def test_test_functions_in_file_order() -> None:
     code = b"def helper(): pass\ndef test_b(): pass\nclass TestX: pass\ndef test_a(): pass\n"
     assert accept.test_functions(code) == ["test_b", "test_a"]
     assert accept.slug("pkg.Mod.func") == "pkg_mod_func"
+
+
+def test_the_sandbox_user_is_never_root() -> None:
+    from mergegate.drafter.options import sandbox_uid
+
+    assert sandbox_uid(0) == SANDBOX_UID and sandbox_uid(1000) == 1000
+    assert container_options("i", MOUNTS, Limits(), 0, uid=1000)["user"] == "1000:1000"
+    with pytest.raises(ValueError):
+        container_options("i", MOUNTS, Limits(), 0, uid=0)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from mergegate.drafter import sandbox
-from mergegate.drafter.options import Limits, Mounts, container_options
+from mergegate.drafter.options import Limits, Mounts, container_options, sandbox_uid
 from mergegate.errors import EXIT_NO, UsageError
 
 # Runs inside the probe container; prints one JSON object of facts.
@@ -52,7 +53,8 @@ def probe(client: Any, image: str) -> dict[str, Any]:
             (root / name).mkdir()
             (root / name).chmod(0o777 if name == "staging" else 0o755)
         mounts = Mounts(str(root / "repo"), str(root / "staging"), str(root / "job"), str(sandbox.agent_path()))
-        options = container_options(image, mounts, Limits(wall_clock_s=60), time.time() + 120)
+        options = container_options(image, mounts, Limits(wall_clock_s=60), time.time() + 120,
+                                    uid=sandbox_uid(os.getuid()))
         options["command"] = ["python3", "-I", "-c", PROBE]
         box = client.containers.create(**options)
         try:

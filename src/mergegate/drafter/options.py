@@ -60,14 +60,22 @@ def mounts(paths: Mounts) -> list[dict[str, Any]]:
     return result
 
 
-def container_options(image: str, paths: Mounts, limits: Limits, deadline_epoch: float) -> dict[str, Any]:
+def sandbox_uid(host_uid: int) -> int:
+    """Run as the caller's own uid when it is not root (its files stay its own), else as 10001."""
+    return host_uid if host_uid != 0 else SANDBOX_UID
+
+
+def container_options(image: str, paths: Mounts, limits: Limits, deadline_epoch: float,
+                      uid: int = SANDBOX_UID) -> dict[str, Any]:
     """Every option of the sandbox container; see docs/drafter.md for the why of each."""
+    if uid == 0:
+        raise ValueError("the sandbox never runs as root")
     from docker.types import Mount, Ulimit
 
     return {
         "image": image,
         "command": ["python3", "-I", "-B", AGENT_PATH, "/job/job.json"],
-        "user": f"{SANDBOX_UID}:{SANDBOX_UID}",
+        "user": f"{uid}:{uid}",
         "working_dir": "/tmp",
         "environment": {
             "HOME": HOME,

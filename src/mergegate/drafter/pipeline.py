@@ -125,7 +125,7 @@ def draft(top: Path, policy: Policy, request: Request, environ: Mapping[str, str
     client = sandbox.connect()
     image = policy.drafter.image
     sandbox.require_image(client, image)
-    with tempfile.TemporaryDirectory(prefix="gate-draft-") as tmp_name:
+    with tempfile.TemporaryDirectory(prefix="gate-draft-", ignore_cleanup_errors=True) as tmp_name:
         tmp = Path(tmp_name)
         paths = _workspace(tmp, policy, top, job_document(backend, jobs, agent_limits))
         with _relay_for(backend, len(jobs)) as (sock, state):
@@ -158,7 +158,7 @@ def triage(top: Path, policy: Policy, candidates: Mapping[str, bytes], triage_s:
                            "mem_bytes": limits.mem_bytes // 2},
                 "sys_path": ["/repo/src", "/repo"]}
     client = sandbox.connect()
-    with tempfile.TemporaryDirectory(prefix="gate-triage-") as tmp_name:
+    with tempfile.TemporaryDirectory(prefix="gate-triage-", ignore_cleanup_errors=True) as tmp_name:
         tmp = Path(tmp_name)
         paths = _workspace(tmp, policy, top, document)
         (tmp / "job" / "candidates").mkdir(mode=0o755)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mergegate import gitio
-from mergegate.drafter.options import LABEL, LABEL_DEADLINE, Limits, Mounts, container_options
+from mergegate.drafter.options import LABEL, LABEL_DEADLINE, Limits, Mounts, container_options, sandbox_uid
 from mergegate.errors import InternalError, UsageError
 from mergegate.policy import GUARDED, Policy
 
@@ -115,14 +115,18 @@ def run(client: Any, image: str, paths: Mounts, limits: Limits) -> Outcome:
 
     require_image(client, image)
     sweep(client)
-    options = container_options(image, paths, limits, time.time() + limits.wall_clock_s + 60)
+    options = container_options(image, paths, limits, time.time() + limits.wall_clock_s + 60,
+                                uid=sandbox_uid(os.getuid()))
     try:
         box = client.containers.create(**options)
     except APIError as exc:
         raise InternalError(f"the engine refused the sandbox container: {exc.explanation or exc}") from None
     killed = False
     try:
-        box.start()
+        try:
+            box.start()
+        except APIError as exc:
+            raise InternalError(f"the sandbox container did not start: {exc.explanation or exc}") from None
         try:
             status = box.wait(timeout=limits.wall_clock_s)
             code: int | None = int(status.get("StatusCode", -1))
