@@ -65,12 +65,19 @@ def require_image(client: Any, image: str) -> Any:
 
 
 def sweep(client: Any, now: float | None = None) -> list[str]:
-    """Remove labelled sandbox containers past their deadline or no longer running."""
+    """Remove labelled sandbox containers past their deadline.
+
+    Only the deadline counts: a container another ``gate`` process has just created,
+    or that has just exited, still belongs to that process, which removes it itself.
+    """
     now = time.time() if now is None else now
     removed = []
     for box in client.containers.list(all=True, filters={"label": LABEL}):
-        deadline = float(box.labels.get(LABEL_DEADLINE, "0") or 0)
-        if box.status != "running" or deadline < now:
+        try:
+            deadline = float(box.labels.get(LABEL_DEADLINE, "0") or 0)
+        except ValueError:
+            deadline = 0.0
+        if deadline < now:
             with contextlib.suppress(Exception):
                 box.remove(force=True)
                 removed.append(box.short_id)
