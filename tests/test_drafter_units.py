@@ -33,6 +33,7 @@ def test_container_options_hold_every_sandbox_rule() -> None:
     assert {(u["Name"], u["Soft"], u["Hard"]) for u in opts["ulimits"]} == {("nofile", 128, 128),
                                                                             ("fsize", 2**20, 2**20)}
     assert opts["init"] is True
+    assert opts["log_config"]["Config"] == {"max-size": "1m", "max-file": "1"}
     assert opts["tmpfs"]["/tmp"].startswith("rw,noexec,nosuid,nodev,size=")
     assert opts["environment"]["HOME"].startswith("/tmp/")
     assert opts["environment"]["HYPOTHESIS_STORAGE_DIRECTORY"].startswith("/tmp/")

@@ -59,6 +59,9 @@ def in_child(func: Callable[[], Any], deadline_s: float, mem_bytes: int) -> dict
         code = 0
         try:
             os.setpgid(0, 0)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)  # a chatty candidate cannot flood the container log
+            os.dup2(devnull, 2)
             if mem_bytes > 0:
                 resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
             signal.alarm(int(deadline_s) + 1)

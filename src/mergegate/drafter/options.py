@@ -70,7 +70,7 @@ def container_options(image: str, paths: Mounts, limits: Limits, deadline_epoch:
     """Every option of the sandbox container; see docs/drafter.md for the why of each."""
     if uid == 0:
         raise ValueError("the sandbox never runs as root")
-    from docker.types import Mount, Ulimit
+    from docker.types import LogConfig, Mount, Ulimit
 
     return {
         "image": image,
@@ -100,6 +100,8 @@ def container_options(image: str, paths: Mounts, limits: Limits, deadline_epoch:
             Ulimit(name="fsize", soft=limits.fsize_bytes, hard=limits.fsize_bytes),
         ],
         "init": True,
+        # The engine keeps container output on the host's disk: cap it.
+        "log_config": LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
         "ipc_mode": "private",
         "labels": {LABEL: "1", LABEL_DEADLINE: str(int(deadline_epoch))},
         "detach": True,
