@@ -108,7 +108,8 @@ def test_probe():
 # ---------------------------------------------------------------- escape attempts
 
 VICTIM = "\n\n".join(f"def {name}(x: int) -> int:\n    return x" for name in (
-    "write_repo", "write_elsewhere", "open_socket", "read_key", "fork_bomb", "allocate", "loop_forever")) + "\n"
+    "write_repo", "write_elsewhere", "open_socket", "read_key", "fork_bomb", "allocate", "loop_forever",
+    "fill_disk")) + "\n"
 
 ATTEMPT = '''
 import os
@@ -181,6 +182,14 @@ def test_escape():
     while True:
         pass
 ''',
+    "fill_disk": '''
+def test_escape():
+    chunk = b"x" * 2 ** 20
+    with open("/staging/big.bin", "wb") as handle:
+        for _ in range(100):
+            handle.write(chunk)
+            handle.flush()
+''',
 }
 
 
@@ -215,15 +224,16 @@ def test_escape_attempts_are_contained_and_reported(repo: Path, tmp_path: Path, 
     assert "timeout" in triage["fork_bomb"]["witness"]
     assert "MemoryError" in triage["allocate"]["witness"]
     assert "timeout" in triage["loop_forever"]["witness"]
+    assert "File too large" in triage["fill_disk"]["witness"]  # the fsize ulimit
     # Nothing written outside staging, and the key went nowhere but the model.
     assert not marker.exists()
     assert git(repo, "status", "--porcelain", "--ignored", "--", "src").stdout == ""
     assert git(repo, "rev-parse", "HEAD").stdout == head_before
     assert hashlib.sha256(sandbox.agent_path().read_bytes()).hexdigest() == agent_before
-    assert report["unexpected"] == ["leak.txt"]  # seen, reported, never queued
+    assert report["unexpected"] == ["big.bin", "leak.txt"]  # seen, reported, never queued
     everything = proc.stdout + proc.stderr + "".join(p.read_text() for p in (repo / ".gate").rglob("*") if p.is_file())
     assert KEY not in everything
-    assert [r["path"] for r in model.requests] == ["/v1/chat/completions"] * 7
+    assert [r["path"] for r in model.requests] == ["/v1/chat/completions"] * len(ESCAPES)
     assert {r["auth"] for r in model.requests} == {f"Bearer {KEY}"}
 
 
