@@ -63,8 +63,10 @@ def play(repo_dir: Path, sc: object, jobs: int | None) -> tuple[str, str, str]:
         files = dict(sc.files)
         if sc.edit == "ledger":
             text = (repo_dir / "freeze_ledger.yaml").read_text()
-            files["freeze_ledger.yaml"] = re.sub(r'expires_at: "(\d{4})', lambda m: f'expires_at: "{int(m[1]) + 1}',
-                                                 text)
+            extended = re.sub(r"expires_at: (['\"]?)(\d{4})", lambda m: f"expires_at: {m[1]}{int(m[2]) + 1}", text)
+            if extended == text:
+                raise RuntimeError("demo: the ledger has no expiry to extend")
+            files["freeze_ledger.yaml"] = extended
         build.commit(repo_dir, files, f"scenario: {sc.name}", agent=sc.agent, sign=sc.sign)
         outcome = check.check(sc.base, "HEAD", environ={}, jobs=jobs, cwd=repo_dir)
         evidence.write_packet(outcome, repo_dir.parent / "evidence" / branch.replace("/", "-"))

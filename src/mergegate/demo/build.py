@@ -8,7 +8,7 @@ History:  main = gate init + the shop (all properties pass);
 
 from __future__ import annotations
 
-import datetime as dt
+import json
 import os
 import shutil
 import subprocess
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
-from mergegate import manifest, repo, runner
+from mergegate import manifest, repo
 
 HUMAN = {"GIT_AUTHOR_NAME": "Pat Person", "GIT_AUTHOR_EMAIL": "pat@example.com",
          "GIT_COMMITTER_NAME": "Pat Person", "GIT_COMMITTER_EMAIL": "pat@example.com"}
@@ -98,30 +98,26 @@ def build(root: Path) -> Path:
 
 
 def open_freeze(repo_dir: Path, base: str) -> None:
-    """A person reproduces the flake on ``base`` and opens a freeze in a ledger-only commit."""
-    policy = repo.load_policy(base, repo_dir)
-    _cat, specs = runner.load_specs(base, policy, repo_dir)
-    spec = next(s for s in specs if s.prop.id == "prop.bulk_discount")
-    tree = runner.tree_info(repo_dir, policy)
-    rows = runner.run_tasks([(tree, spec, seed) for seed in policy.verdict.seeds], policy)
-    failing = [r for r in rows if r.status == "fail"]
-    if not failing or len(failing) == len(rows):
+    """A person reproduces the flake on ``base`` and opens a freeze in a ledger-only commit.
+
+    The real commands a person would type: ``gate run --rev`` for the base
+    reproduction, then ``gate freeze open --run``, then a ledger-only commit.
+    """
+    run_file = repo_dir.parent / "flake-reproduction.jsonl"
+    gate(repo_dir, "run", "--rev", base, "--only", "prop.bulk_discount", "--out", str(run_file), ok=(0, 1))
+    rows = [json.loads(line) for line in run_file.read_text().splitlines()]
+    if not any(r["status"] == "fail" for r in rows) or all(r["status"] == "fail" for r in rows):
         raise RuntimeError("the demo's flaky property did not split across seeds on this Hypothesis version")
-    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
-    entry = f"""\
-  - id: FZ-1
-    prop_id: prop.bulk_discount
-    signature: {failing[0].signature}
-    fixture_digest: {tree.fixture_digest}
-    base_revision: {base}
-    paths: ["src/shop/discount.py", "oracles/fixtures/**"]
-    reason: "promotional tier fails on some seeds only; fix tracked in SHOP-12"
-    witness: "{failing[0].witness}"
-    opened_by: pat@example.com
-    opened_at: "{now.isoformat().replace('+00:00', 'Z')}"
-    expires_at: "{(now + dt.timedelta(days=30)).isoformat().replace('+00:00', 'Z')}"
-    allows_agent_rely: false
-"""
-    ledger_path = repo_dir / policy.paths.ledger
-    text = ledger_path.read_text().replace("entries: []", "entries:")
-    commit(repo_dir, {policy.paths.ledger: text.rstrip("\n") + "\n" + entry}, "ledger: freeze FZ-1 (Pat)")
+    gate(repo_dir, "freeze", "open", "--run", str(run_file), "--base", base, "--prop", "prop.bulk_discount",
+         "--id", "FZ-1", "--reason", "promotional tier fails on some seeds only; fix tracked in SHOP-12",
+         "--expires", "30d", "--paths", "src/shop/discount.py", "oracles/fixtures/**")
+    commit(repo_dir, {}, "ledger: freeze FZ-1 (Pat)")
+
+
+def gate(repo_dir: Path, *args: str, ok: tuple[int, ...] = (0,)) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GATE_"))}
+    env.update(HUMAN)
+    proc = subprocess.run([sys.executable, "-m", "mergegate", *args], cwd=repo_dir, env=env,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode not in ok:
+        raise RuntimeError(f"gate {' '.join(args[:2])}: {proc.stderr.strip() or proc.stdout.strip()}")
