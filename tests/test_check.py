@@ -227,3 +227,27 @@ def test_property_importing_something_missing_at_base_is_a_clear_error(shop: Pat
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "cannot load its oracle at the base revision" in proc.stderr and "fix:" in proc.stderr
     assert "no_such_module_anywhere" in proc.stderr
+
+
+def test_evidence_feeds_freeze_propose_and_open(shop: Path, tmp_path: Path) -> None:
+    """check -> propose_freeze ticket -> a person opens the freeze from the evidence -> frozen."""
+    build.git(shop, "checkout", "-q", "-B", "t/flaky2", "flaky")
+    build.git(shop, "checkout", "-q", "main")
+    head = patch(shop, "t/flaky2", "uncovered", {"src/shop/orders.py": orders_comment(shop)}, agent=False)
+    ev = tmp_path / "ev"
+    proc = gate(shop, "check", "--base", "t/flaky2", "--head", head, "--evidence", str(ev))
+    assert proc.returncode == 1
+    gate(shop, "freeze", "propose", str(ev / "decision.json"), "--tickets", str(tmp_path / "tickets"), check=0)
+    assert len(list((tmp_path / "tickets").glob("prop.bulk_discount-*.json"))) == 1
+    build.git(shop, "checkout", "-q", "t/flaky2")
+    try:
+        gate(shop, "freeze", "open", "--evidence", str(ev), "--prop", "prop.bulk_discount", "--id", "FZ-2",
+             "--reason", "orders refactor meets the promo flake", "--expires", "7d",
+             "--paths", "src/shop/orders.py", check=0)
+        build.commit(shop, {}, "ledger: FZ-2")
+    finally:
+        build.git(shop, "checkout", "-q", "main")
+    rebased = patch(shop, "t/flaky2", "uncovered-again", {"src/shop/orders.py": orders_comment(shop)}, agent=False)
+    code, data = check(shop, "t/flaky2", rebased)
+    got = props(data)["prop.bulk_discount"]
+    assert (code, data["decision"], got["verdict"], got["freeze_id"]) == (1, "hold", "inconclusive", "FZ-2")
