@@ -219,6 +219,7 @@ def test_escape_attempts_are_contained_and_reported(repo: Path, tmp_path: Path, 
     sock = triage["open_socket"]["witness"]
     assert "refused tcp host" in sock and "refused tcp internet" in sock and "refused dns" in sock
     assert "refused relay" in sock and "429" in sock  # the relay's request cap
+    assert report["relay_refused"] == ["at most 8 requests per run"]
     key = triage["read_key"]["witness"]
     assert "GATE_DRAFTER_API_KEY" not in key and "KEYLIKE=[]" in key
     assert "timeout" in triage["fork_bomb"]["witness"]

@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
                        for q in report.queued],
             "rejected": [{"target": t, "reason": r} for t, r in report.rejected],
             "unexpected": list(report.unexpected),
+            "relay_refused": list(report.relay_refused),
         }, indent=2))
         return 0
     print(f"drafter  {report.backend} ({report.model}): {len(report.queued)} queued, "
@@ -49,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"rejected {target}: {reason.splitlines()[0][:200] if reason else 'no reason'}")
     for name in report.unexpected:
         print(f"ignored  staging/{name}: not a file the host asked for")
+    for why in report.relay_refused:
+        print(f"relay    refused a request from the sandbox: {why}")
     if report.queued:
         print("\nReview with `gate queue show ID`; a person accepts with `gate queue accept ID`.")
     return 0

@@ -53,6 +53,7 @@ class Report:
     rejected: tuple[tuple[str, str], ...]  # (target, reason)
     unexpected: tuple[str, ...]
     seconds: float
+    relay_refused: tuple[str, ...] = ()  # requests the relay refused (a candidate probing it)
 
 
 def job_document(backend: backends.Backend, jobs: list[backends.Job], limits: dict[str, Any]) -> dict[str, Any]:
@@ -144,7 +145,7 @@ def draft(top: Path, policy: Policy, request: Request, environ: Mapping[str, str
             queued.append(Queued(item.id, job.api.target, item.triage, put(top, item.code, meta)))
     return Report(backend.name, backend.model, tuple(queued),
                   tuple((by_key[r.key].api.target, r.reason) for r in rejected), tuple(unexpected),
-                  time.monotonic() - started)
+                  time.monotonic() - started, tuple(state.refused) if state is not None else ())
 
 
 
