@@ -290,13 +290,6 @@ def test_doctor_passes_on_the_built_image(tmp_path: Path) -> None:
     assert "FAIL" not in proc.stdout and "ok       network = False" in proc.stdout
 
 
-def test_dead_engine_is_one_clear_line(repo: Path, tmp_path: Path) -> None:
-    env = {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
-    for args in (["draft-props"], ["sandbox", "doctor"], ["sandbox", "build"]):
-        proc = gate(repo, *args, env=env, check=2)
-        assert proc.stderr.count("\n") == 1 and "no Docker engine answers" in proc.stderr, proc.stderr
-
-
 # ---------------------------------------------------------------- gate sandbox build
 
 def test_build_from_a_local_base_image_passes_doctor(tmp_path: Path, docker_engine: Any) -> None:

@@ -14,6 +14,7 @@ from mergegate.drafter.options import LABEL, LABEL_DEADLINE, SANDBOX_UID, Limits
 from mergegate.drafter.pipeline import wall_clock
 from mergegate.errors import UsageError
 from mergegate.policy import Policy, parse
+from tests.helpers import commit, gate, init_repo
 
 MOUNTS = Mounts(repo="/h/repo", staging="/h/staging", job="/h/job", agent="/h/agent.py", relay_socket="/h/r.sock")
 
@@ -237,3 +238,12 @@ def test_the_sandbox_user_is_never_root() -> None:
     assert container_options("i", MOUNTS, Limits(), 0, uid=1000)["user"] == "1000:1000"
     with pytest.raises(ValueError):
         container_options("i", MOUNTS, Limits(), 0, uid=0)
+
+
+def test_dead_engine_is_one_clear_line(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    commit(repo, {"src/calc.py": "def add(a: int, b: int) -> int:\n    return a + b\n"})
+    env = {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+    for args in (["draft-props"], ["sandbox", "doctor"], ["sandbox", "build"]):
+        proc = gate(repo, *args, env=env, check=2)
+        assert proc.stderr.count("\n") == 1 and "no Docker engine answers" in proc.stderr, proc.stderr
