@@ -182,3 +182,15 @@ def test_accepted_candidate_commits_through_pre_commit_as_oracle_only(hooked: Pa
     cid2 = enqueue(hooked, CANDIDATE + b"# second\n")
     assert gate(hooked, "queue", "accept", cid2[:8], env={"GATE_AGENT": "1"}).returncode == 1
     assert os.path.exists(hooked / f"oracles/properties/test_shop_total_{cid[:8]}.py")
+
+
+def test_an_accepted_candidate_runs_under_the_gates_runner(repo: Path, tmp_path: Path) -> None:
+    cid = enqueue(repo)
+    gate(repo, "queue", "accept", cid[:8], check=0)
+    git(repo, "commit", "-q", "--no-verify", "-m", "oracle: accept")
+    out = tmp_path / "run.jsonl"
+    gate(repo, "run", "--rev", "HEAD", "--out", str(out), check=0)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    props = {r["prop"] for r in rows}
+    assert props == {f"total_is_order_free-{cid[:8]}", f"total_of_doubled-{cid[:8]}"}
+    assert {r["status"] for r in rows} == {"pass"} and all(r["examples"] > 0 for r in rows)
