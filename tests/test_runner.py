@@ -307,3 +307,10 @@ def test_gate_diff_writes_contract_and_decides(shop: Path, tmp_path: Path) -> No
     assert contract["spec_hash"]["base"] == contract["spec_hash"]["head"]
     assert set(contract["fixture_digest"]) == {"base", "head"}
     assert len((tmp_path / "d" / "patch.jsonl").read_text().splitlines()) == 3 * len(contract["properties"])
+
+
+def test_runs_leave_the_tree_untouched(shop: Path) -> None:
+    """No __pycache__, no .hypothesis directory: the tree under test is read, never written."""
+    run_rows(shop, "--only", "prop.order_total", "--only", "prop.tax_round", "--seeds", "11", code=0)
+    assert git(shop, "status", "--porcelain", "--ignored").stdout == ""
+    assert not list(shop.rglob("__pycache__")) and not (shop / ".hypothesis").exists()

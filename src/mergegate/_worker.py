@@ -212,12 +212,17 @@ def _prepare(job: dict[str, Any]) -> None:
     err = os.open(job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(err, 2)
     os.chdir(job["tree"])
-    # Bytecode lives in a private prefix: a __pycache__ committed to the tree
-    # (an unchecked hash-based .pyc) can never stand in for a source file.
-    sys.pycache_prefix = job["pycache"]
+    # Bytecode is read from a fresh, empty, randomly named prefix and never written: a
+    # __pycache__ committed to the tree (an unchecked hash-based .pyc) can never stand in
+    # for a source file, and no run can plant a .pyc that another run (the other tree,
+    # another property) would load.
+    import tempfile
+
+    sys.pycache_prefix = tempfile.mkdtemp(prefix="pyc-", dir=job["pycache"])
+    sys.dont_write_bytecode = True
     from hypothesis import configuration
 
-    configuration.set_hypothesis_home_dir(job["home"])
+    configuration.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="home-", dir=job["home"]))
 
 
 def _run(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[str, Any],
