@@ -130,7 +130,8 @@ def test_bad_usage(repo: Path, args: list[str], code: int, words: str) -> None:
     assert proc.stderr.count("\n") == 1
 
 
-def test_not_a_git_repository(tmp_path: Path) -> None:
-    proc = gate(tmp_path, "split", "--staged")
+@pytest.mark.parametrize("args", [["split", "--staged"], ["hook", "all"], ["manifest", "verify"]])
+def test_not_a_git_repository(tmp_path: Path, args: list[str]) -> None:
+    proc = gate(tmp_path, *args)
     assert proc.returncode == 2
     assert "not a git repository" in proc.stderr
