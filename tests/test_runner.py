@@ -142,22 +142,28 @@ def test_a_killed_worker_is_a_crash_and_the_run_goes_on(shop: Path) -> None:
     assert all(by[("prop.order_total", s)]["status"] == "pass" for s in (11, 29, 47))
 
 
-def test_production_cannot_shadow_an_oracle_helper(shop: Path, tmp_path: Path) -> None:
-    """Oracle helpers resolve from the oracle's own directory before any production root."""
-    helper = "from decimal import Decimal\n\nHALF_CENT = Decimal('0.005')\n"
-    oracle = (shop / "oracles/properties/test_tax.py").read_text().replace(
-        'from shop.tax import tax_for', 'from shop.tax import tax_for\nfrom taxhelp import HALF_CENT').replace(
-        'Decimal("0.005")', "HALF_CENT")
-    sign_and_commit(shop, {"oracles/properties/taxhelp.py": helper, "oracles/properties/test_tax.py": oracle},
+HELPER = "from decimal import Decimal\n\n\ndef close(a, b):\n    return abs(a - b) <= Decimal('0.005')\n"
+HELPED = ("from shop.tax import tax_for", "from shop.tax import tax_for\nfrom taxhelp import close",
+          "assert abs(tax - amount * Decimal(rate)) <= Decimal(\"0.005\")", "assert close(tax, amount * Decimal(rate))")
+
+
+@pytest.mark.parametrize("planted", [
+    {"src/taxhelp.py": "def close(a, b):\n    return True\n"},  # shadow the helper
+    {"src/shop/__init__.py": "import taxhelp\ntaxhelp.close = lambda a, b: True\n"},  # patch it at import
+])
+def test_production_cannot_shadow_or_patch_an_oracle_helper(shop: Path, planted: dict[str, str]) -> None:
+    """Oracle helpers resolve from the oracle's own directory first and load before production."""
+    oracle = (shop / "oracles/properties/test_tax.py").read_text()
+    for old, new in zip(HELPED[::2], HELPED[1::2], strict=True):
+        assert old in oracle
+        oracle = oracle.replace(old, new)
+    sign_and_commit(shop, {"oracles/properties/taxhelp.py": HELPER, "oracles/properties/test_tax.py": oracle},
                     "oracle helper")
-    planted = {"src/taxhelp.py": "from decimal import Decimal\n\nHALF_CENT = Decimal(9)\n",
-               "src/shop/tax.py": BROKEN_TAX}
-    write(shop, planted)
+    write(shop, {**planted, "src/shop/tax.py": BROKEN_TAX})
     try:
         rows = run_rows(shop, "--only", "prop.tax_round", "--seeds", "11", code=1)
     finally:
         write(shop, {"src/taxhelp.py": None})
-        git(shop, "checkout", "--", "src/shop/tax.py")
         git(shop, "reset", "-q", "--hard", "HEAD~1")
     assert rows[0]["status"] == "fail"
 

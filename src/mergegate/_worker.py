@@ -243,6 +243,8 @@ def _run(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[str, A
     oracle_path = os.path.join(job["tree"], job["oracle_file"])
     rel = job["oracle_file"]
     # The oracle's own non-production imports, loaded and snapshotted first.
+    # Oracle helpers (the oracle's own directory) load now too, before production can reach them.
+    sys.path.insert(0, job["oracle_root"])
     extra = oracle_imports(source, job["prod_roots"])
     for name in extra:
         # A missing module is reported by the oracle's own import, in the oracle's words.
@@ -266,7 +268,7 @@ def _run(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[str, A
 
     sys.addaudithook(audit)
     result["opened"] = opened
-    sys.path[:0] = [job["oracle_root"], *job["prod_roots"]]
+    sys.path[1:1] = job["prod_roots"]  # after the oracle's directory: production never shadows a helper
     module = types.ModuleType(job["module"])
     module.__file__ = oracle_path
     sys.modules[job["module"]] = module
