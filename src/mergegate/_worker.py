@@ -22,8 +22,6 @@ The child reports on its own pipe with one length-prefixed JSON message.
 
 from __future__ import annotations
 
-import ast
-import builtins
 import contextlib
 import json
 import os
@@ -43,138 +41,7 @@ PRELOAD = (
     "hypothesis", "hypothesis.strategies", "hypothesis.core", "hypothesis.control",
     "hypothesis.errors", "hypothesis.configuration",
 )
-_SNAP_SKIP = frozenset({"sys", "__main__", "builtins"})
 MSG_LIMIT = 4 << 20
-
-
-def snapshot(names: Any) -> dict[str, tuple[Any, dict[str, Any]]]:
-    """Module -> (module object, {attr: value}) for functions, classes and modules.
-
-    Python classes also contribute their own ``__dict__`` callables, so a patched
-    ``Fraction.__eq__`` or ``TestCase.assertEqual`` is seen.
-    """
-    snap: dict[str, tuple[Any, dict[str, Any]]] = {}
-    for name in list(names):
-        mod = sys.modules.get(name)
-        if mod is None or name in _SNAP_SKIP:
-            continue
-        attrs: dict[str, Any] = {}
-        for key, value in list(vars(mod).items()):
-            if callable(value) or isinstance(value, types.ModuleType):
-                attrs[key] = value
-                if isinstance(value, type) and getattr(value, "__module__", None) == name:
-                    for ckey, cval in list(vars(value).items()):
-                        if callable(cval) or isinstance(cval, (staticmethod, classmethod, property)):
-                            attrs[f"{key}.{ckey}"] = cval
-        snap[name] = (mod, attrs)
-    return snap
-
-
-_MISSING = object()
-_SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
-
-
-def scalars(names: Any) -> dict[str, tuple[Any, dict[str, Any]]]:
-    """Hypothesis's module-level constants (limits, buffer sizes, flags), compared by value.
-
-    A production module that lowers an engine limit at import time could make
-    generation trivial without replacing a single function.
-    """
-    snap: dict[str, tuple[Any, dict[str, Any]]] = {}
-    for name in list(names):
-        mod = sys.modules.get(name)
-        if mod is None or not (name == "hypothesis" or name.startswith("hypothesis.")):
-            continue
-        snap[name] = (mod, {k: v for k, v in list(vars(mod).items())
-                            if isinstance(v, _SCALARS) and k.lstrip("_").isupper()})  # constants only
-    return snap
-
-
-def scalars_moved(snap: dict[str, tuple[Any, dict[str, Any]]], missing: object = _MISSING) -> str | None:
-    for name, (mod, attrs) in snap.items():
-        mdict = mod.__dict__
-        for key, value in attrs.items():
-            got = mdict.get(key, missing)
-            if got is not value and (type(got) is not type(value) or got != value):  # NaN is itself
-                return f"{name}.{key}"
-    return None
-
-
-def tampered(
-    snap: dict[str, tuple[Any, dict[str, Any]]],
-    builtins_before: dict[str, Any],
-    now: dict[str, Any] = builtins.__dict__,
-    modules: dict[str, Any] = sys.modules,
-    gettrace: Any = sys.gettrace,
-    getprofile: Any = sys.getprofile,
-    missing: object = _MISSING,
-) -> str | None:
-    """The first thing production code changed since ``snap``, or None.
-
-    Everything it reads is bound at definition time (default arguments), so
-    rebinding this module's globals from production code changes nothing.
-    """
-    for key, value in builtins_before.items():
-        if now.get(key, missing) is not value:
-            return f"builtins.{key}"
-    for name, (mod, attrs) in snap.items():
-        if modules.get(name) is not mod:
-            return f"sys.modules[{name!r}]"
-        mdict = mod.__dict__
-        for key, value in attrs.items():
-            owner, _, member = key.partition(".")
-            if member:
-                cls = mdict.get(owner)
-                got = cls.__dict__.get(member, missing) if isinstance(cls, type) else missing
-            else:
-                got = mdict.get(key, missing)
-            if got is not value:
-                return f"{name}.{key}"
-    if gettrace() is not None or getprofile() is not None:
-        return "sys.settrace/setprofile"
-    return None
-
-
-
-
-def oracle_imports(source: bytes, prod_roots: list[str]) -> list[str]:
-    """Absolute top-level imports of the oracle that are not production modules."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.extend(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module)
-    wanted = []
-    for name in dict.fromkeys(names):
-        top = name.split(".")[0]
-        if any(os.path.exists(os.path.join(r, top)) or os.path.exists(os.path.join(r, top + ".py"))
-               for r in prod_roots):
-            continue  # a production module: imported later, as the oracle's code says
-        wanted.append(name)
-    return wanted
-
-
-def assertion_site(exc: BaseException, oracle_path: str, rel: str) -> str:
-    """``Type:oracle/file.py:LINE`` of the deepest oracle frame (or ``Type:rel``)."""
-    line = None
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == oracle_path:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    kind = type(exc).__name__
-    return f"{kind}:{rel}:{line}" if line is not None else f"{kind}:{rel}"
-
-
-def counterexample(exc: BaseException) -> str:
-    notes = getattr(exc, "__notes__", None) or []
-    keep = [n for n in notes if n.startswith(("Falsifying", "Failing test case"))]
-    return "\n".join(keep or [str(n) for n in notes][:1])
 
 
 # ---------------------------------------------------------------- the child
@@ -235,8 +102,10 @@ def _run(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[str, A
     from hypothesis import HealthCheck, Phase
     from hypothesis.core import HypothesisHandle
 
-    # Locals only from here on: production code may rebind this module's globals.
-    check, tamper, site, cex = tampered, _tamper, assertion_site, counterexample
+    from mergegate import _guard as g
+
+    # Locals only from here on: production code may rebind module globals.
+    check, tamper, site, cex = g.tampered, _tamper, g.assertion_site, g.counterexample
     given, settings, seed_ = hypothesis.given, hypothesis.settings, hypothesis.seed
     pristine = settings.get_profile("default")
     source: bytes = job["source"].encode("utf-8", "surrogateescape")
@@ -245,17 +114,17 @@ def _run(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[str, A
     # The oracle's own non-production imports, loaded and snapshotted first.
     # Oracle helpers (the oracle's own directory) load now too, before production can reach them.
     sys.path.insert(0, job["oracle_root"])
-    extra = oracle_imports(source, job["prod_roots"])
+    extra = g.oracle_imports(source, job["prod_roots"])
     for name in extra:
         # A missing module is reported by the oracle's own import, in the oracle's words.
         with contextlib.suppress(Exception):
             importlib.import_module(name)
-    snap = {**snap, **snapshot([n for n in sys.modules if n not in snap])}
-    consts = scalars(list(sys.modules))
-    moved_const = scalars_moved
+    snap = {**snap, **g.snapshot([n for n in sys.modules if n not in snap])}
+    consts = g.scalars(list(sys.modules))
+    moved_const = g.scalars_moved
     builtins_before = dict(builtins_before)
     code_before = {f: (f.__code__, f.__defaults__)
-                   for f in (tampered, _tamper, assertion_site, counterexample, snapshot, scalars_moved)}
+                   for f in (g.tampered, _tamper, g.assertion_site, g.counterexample, g.scalars_moved)}
     opened: list[str] = []
     tree_prefix = job["tree"].rstrip("/") + "/"
     abspath = os.path.abspath
@@ -437,7 +306,11 @@ def zygote() -> None:
 
     for name in PRELOAD:
         importlib.import_module(name)
-    snap = snapshot(list(sys.modules))
+    import builtins
+
+    from mergegate import _guard
+
+    snap = _guard.snapshot(list(sys.modules))
     builtins_before = dict(vars(builtins))
     out = sys.stdout
     for line in sys.stdin:
@@ -454,5 +327,5 @@ def zygote() -> None:
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
-    sys.path.extend(sys.argv[1:])  # the gate's own site-packages, given by the parent
+    sys.path.extend(sys.argv[1:])  # the gate's own site-packages and package root, given by the parent
     zygote()

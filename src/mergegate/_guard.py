@@ -1,0 +1,149 @@
+"""In-process guards of the property runner's child (stdlib only, imported before production).
+
+Snapshots of what production code must not change (functions and classes of every
+loaded module, Hypothesis's engine constants, the builtins, the tracer), the
+oracle's non-production imports, and the witness pieces read off a failure.
+Everything ``tampered`` reads is bound at definition time, so rebinding this
+module's globals from production code changes nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import sys
+import types
+from typing import Any
+
+_SNAP_SKIP = frozenset({"sys", "__main__", "builtins"})
+
+
+def snapshot(names: Any) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Module -> (module object, {attr: value}) for functions, classes and modules.
+
+    Python classes also contribute their own ``__dict__`` callables, so a patched
+    ``Fraction.__eq__`` or ``TestCase.assertEqual`` is seen.
+    """
+    snap: dict[str, tuple[Any, dict[str, Any]]] = {}
+    for name in list(names):
+        mod = sys.modules.get(name)
+        if mod is None or name in _SNAP_SKIP:
+            continue
+        attrs: dict[str, Any] = {}
+        for key, value in list(vars(mod).items()):
+            if callable(value) or isinstance(value, types.ModuleType):
+                attrs[key] = value
+                if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                    for ckey, cval in list(vars(value).items()):
+                        if callable(cval) or isinstance(cval, (staticmethod, classmethod, property)):
+                            attrs[f"{key}.{ckey}"] = cval
+        snap[name] = (mod, attrs)
+    return snap
+
+
+_MISSING = object()
+_SCALARS = (int, float, str, bytes, bool, type(None), tuple, frozenset)
+
+
+def scalars(names: Any) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Hypothesis's module-level constants (limits, buffer sizes, flags), compared by value.
+
+    A production module that lowers an engine limit at import time could make
+    generation trivial without replacing a single function.
+    """
+    snap: dict[str, tuple[Any, dict[str, Any]]] = {}
+    for name in list(names):
+        mod = sys.modules.get(name)
+        if mod is None or not (name == "hypothesis" or name.startswith("hypothesis.")):
+            continue
+        snap[name] = (mod, {k: v for k, v in list(vars(mod).items())
+                            if isinstance(v, _SCALARS) and k.lstrip("_").isupper()})  # constants only
+    return snap
+
+
+def scalars_moved(snap: dict[str, tuple[Any, dict[str, Any]]], missing: object = _MISSING) -> str | None:
+    for name, (mod, attrs) in snap.items():
+        mdict = mod.__dict__
+        for key, value in attrs.items():
+            got = mdict.get(key, missing)
+            if got is not value and (type(got) is not type(value) or got != value):  # NaN is itself
+                return f"{name}.{key}"
+    return None
+
+
+def tampered(
+    snap: dict[str, tuple[Any, dict[str, Any]]],
+    builtins_before: dict[str, Any],
+    now: dict[str, Any] = builtins.__dict__,
+    modules: dict[str, Any] = sys.modules,
+    gettrace: Any = sys.gettrace,
+    getprofile: Any = sys.getprofile,
+    missing: object = _MISSING,
+) -> str | None:
+    """The first thing production code changed since ``snap``, or None.
+
+    Everything it reads is bound at definition time (default arguments), so
+    rebinding this module's globals from production code changes nothing.
+    """
+    for key, value in builtins_before.items():
+        if now.get(key, missing) is not value:
+            return f"builtins.{key}"
+    for name, (mod, attrs) in snap.items():
+        if modules.get(name) is not mod:
+            return f"sys.modules[{name!r}]"
+        mdict = mod.__dict__
+        for key, value in attrs.items():
+            owner, _, member = key.partition(".")
+            if member:
+                cls = mdict.get(owner)
+                got = cls.__dict__.get(member, missing) if isinstance(cls, type) else missing
+            else:
+                got = mdict.get(key, missing)
+            if got is not value:
+                return f"{name}.{key}"
+    if gettrace() is not None or getprofile() is not None:
+        return "sys.settrace/setprofile"
+    return None
+
+
+
+
+def oracle_imports(source: bytes, prod_roots: list[str]) -> list[str]:
+    """Absolute top-level imports of the oracle that are not production modules."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    wanted = []
+    for name in dict.fromkeys(names):
+        top = name.split(".")[0]
+        if any(os.path.exists(os.path.join(r, top)) or os.path.exists(os.path.join(r, top + ".py"))
+               for r in prod_roots):
+            continue  # a production module: imported later, as the oracle's code says
+        wanted.append(name)
+    return wanted
+
+
+def assertion_site(exc: BaseException, oracle_path: str, rel: str) -> str:
+    """``Type:oracle/file.py:LINE`` of the deepest oracle frame (or ``Type:rel``)."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == oracle_path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    kind = type(exc).__name__
+    return f"{kind}:{rel}:{line}" if line is not None else f"{kind}:{rel}"
+
+
+def counterexample(exc: BaseException) -> str:
+    notes = getattr(exc, "__notes__", None) or []
+    keep = [n for n in notes if n.startswith(("Falsifying", "Failing test case"))]
+    return "\n".join(keep or [str(n) for n in notes][:1])
