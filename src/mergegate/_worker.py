@@ -1,10 +1,17 @@
 """The property runner's child side: a fork server (zygote) and the per-run child.
 
-Started by ``mergegate.runner`` as ``python -s -S -P _worker.py`` with a scrubbed
-environment (no ``PYTHON*`` variable but ``PYTHONHASHSEED=0``), so no
-``sitecustomize``, ``usercustomize``, ``.pth`` file, ``conftest.py``, pytest
-configuration or pytest plugin of the repository is ever loaded.  This file uses
-only the standard library and Hypothesis; it never imports mergegate.
+Started by ``mergegate.pool`` as ``python -s -S -P _worker.py SITE... ROOT`` with a
+scrubbed environment (no ``PYTHON*`` variable but ``PYTHONHASHSEED=0``, so set
+iteration is one order for every run of a seed; ``-I`` would also drop that), so
+no ``sitecustomize``, ``usercustomize``, ``.pth`` file, ``conftest.py``, pytest
+configuration or pytest plugin of the repository is ever loaded: pytest is not
+run at all.  This file uses the standard library, Hypothesis and
+``mergegate._guard`` (stdlib only); nothing else of the gate.
+
+Why a fork server: each property x seed still runs in a process of its own that
+never saw another run's production code (a child forked from a zygote that
+imported only Hypothesis and the standard library), but without paying the
+Hypothesis import per run.
 
 The zygote imports Hypothesis once, takes a snapshot of every loaded module's
 functions and classes, then forks one fresh child per (property, seed) job.
