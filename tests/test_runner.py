@@ -85,7 +85,8 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     files["oracles/catalog/claimed.yaml"] = "claimed: [prop.order_total, prop.tax_round, prop.bulk_discount]\n"
     policy = (repo / "gate.yaml").read_text() + "runner: {timeout_s: 4}\n"
     files["gate.yaml"] = policy
-    files["src/shop/crash.py"] = ("import os, signal\n\ndef boom():\n    os.kill(os.getpid(), signal.SIGKILL)\n\n"
+    files["src/shop/crash.py"] = ("import os, signal, sys\n\ndef boom():\n    sys.stderr.write('about to die\\n')\n"
+                                  "    sys.stderr.flush()\n    os.kill(os.getpid(), signal.SIGKILL)\n\n"
                                   "def kill_parent():\n    os.kill(os.getppid(), signal.SIGKILL)\n")
     sign_and_commit(repo, files, "the shop")
     return repo
@@ -133,6 +134,7 @@ def test_timeout_and_crash_are_fails(shop: Path) -> None:
     by = {r["prop"]: r for r in rows}
     assert by["prop.sleeps"]["status"] == "fail" and by["prop.sleeps"]["witness"] == "Timeout:runner"
     assert by["prop.crashes"]["status"] == "fail" and by["prop.crashes"]["witness"] == "Crash:runner"
+    assert "stderr: about to die" in str(by["prop.crashes"]["error"])  # the crash says why
 
 
 def test_a_killed_worker_is_a_crash_and_the_run_goes_on(shop: Path) -> None:

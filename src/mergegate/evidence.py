@@ -142,8 +142,12 @@ def junit(o: Outcome) -> str:
     failures = sum(1 for r in rows if r[1] not in ("pass", "inconclusive")) + (0 if o.admitted else 1)
     skipped = sum(1 for r in rows if r[1] == "inconclusive")
     cases = []
+    seconds: dict[str, float] = {}
+    for r in (*o.pair.base_rows, *o.pair.head_rows) if o.pair else ():
+        seconds[r.prop] = seconds.get(r.prop, 0.0) + r.duration_s
     for prop, verdict, reason, detail in rows:
-        head = f'    <testcase classname="mergegate.properties" name={quoteattr(prop)}>'
+        head = (f'    <testcase classname="mergegate.properties" name={quoteattr(prop)} '
+                f'time="{seconds.get(prop, 0.0):.3f}">')
         if verdict == "pass":
             cases.append(head[:-1] + "/>")
         elif verdict == "inconclusive":

@@ -226,6 +226,8 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
                     raise
                 # The zygote died under this job (e.g. the OOM killer): a crash, a fail; a fresh one serves on.
                 out = {"status": "fail", "witness": "Crash:runner", "error": exc.message}
+            if out.get("witness") in ("Crash:runner", "Timeout:runner"):
+                out["error"] = f"{out.get('error')}{_stderr_tail(scratch / f'stderr-{index}.log')}"
             row = _row(tree, spec, seed, out, policy, closures[(tree.root, spec.prop.id)])
             if progress is not None:
                 progress(tasks[index], row)
@@ -239,6 +241,15 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
             # then let the feeding threads finish against the closed pool.
             pool.close()
             ex.shutdown(wait=True, cancel_futures=True)
+
+
+def _stderr_tail(path: Path, limit: int = 600) -> str:
+    """The end of a crashed run's stderr, for the row's error text (empty if none)."""
+    try:
+        data = path.read_bytes()[-limit:].decode(errors="replace").strip()
+    except OSError:
+        return ""
+    return f"; stderr: {data}" if data else ""
 
 
 def _closures(tasks: Sequence[Task]) -> dict[tuple[Path, str], str]:

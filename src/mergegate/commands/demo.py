@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mergegate.errors import EXIT_NO, EXIT_OK
+from mergegate.errors import EXIT_NO, EXIT_OK, InternalError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -65,7 +65,7 @@ def play(repo_dir: Path, sc: object, jobs: int | None) -> tuple[str, str, str]:
             text = (repo_dir / "freeze_ledger.yaml").read_text()
             extended = re.sub(r"expires_at: (['\"]?)(\d{4})", lambda m: f"expires_at: {m[1]}{int(m[2]) + 1}", text)
             if extended == text:
-                raise RuntimeError("demo: the ledger has no expiry to extend")
+                raise InternalError("demo: the ledger has no expiry to extend")
             files["freeze_ledger.yaml"] = extended
         build.commit(repo_dir, files, f"scenario: {sc.name}", agent=sc.agent, sign=sc.sign)
         outcome = check.check(sc.base, "HEAD", environ={}, jobs=jobs, cwd=repo_dir)

@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from mergegate import manifest, repo
+from mergegate.errors import InternalError
 
 HUMAN = {"GIT_AUTHOR_NAME": "Pat Person", "GIT_AUTHOR_EMAIL": "pat@example.com",
          "GIT_COMMITTER_NAME": "Pat Person", "GIT_COMMITTER_EMAIL": "pat@example.com"}
@@ -49,7 +50,7 @@ def git(repo_dir: Path, *args: str, env: Mapping[str, str] | None = None) -> str
     full.update(env or {})
     proc = subprocess.run(["git", *args], cwd=repo_dir, env=full, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)}: {proc.stderr.strip()}")
+        raise InternalError(f"git {' '.join(args)}: {proc.stderr.strip()}")
     return proc.stdout.strip()
 
 
@@ -107,7 +108,7 @@ def open_freeze(repo_dir: Path, base: str) -> None:
     gate(repo_dir, "run", "--rev", base, "--only", "prop.bulk_discount", "--out", str(run_file), ok=(0, 1))
     rows = [json.loads(line) for line in run_file.read_text().splitlines()]
     if not any(r["status"] == "fail" for r in rows) or all(r["status"] == "fail" for r in rows):
-        raise RuntimeError("the demo's flaky property did not split across seeds on this Hypothesis version")
+        raise InternalError("the demo's flaky property did not split across seeds on this Hypothesis version")
     gate(repo_dir, "freeze", "open", "--run", str(run_file), "--base", base, "--prop", "prop.bulk_discount",
          "--id", "FZ-1", "--reason", "promotional tier fails on some seeds only; fix tracked in SHOP-12",
          "--expires", "30d", "--paths", "src/shop/discount.py", "oracles/fixtures/**")
@@ -120,4 +121,4 @@ def gate(repo_dir: Path, *args: str, ok: tuple[int, ...] = (0,)) -> None:
     proc = subprocess.run([sys.executable, "-m", "mergegate", *args], cwd=repo_dir, env=env,
                           capture_output=True, text=True, check=False)
     if proc.returncode not in ok:
-        raise RuntimeError(f"gate {' '.join(args[:2])}: {proc.stderr.strip() or proc.stdout.strip()}")
+        raise InternalError(f"gate {' '.join(args[:2])}: {proc.stderr.strip() or proc.stdout.strip()}")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mergegate.demo import build
+from mergegate.errors import InternalError
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class Scenario:
 def _replace(repo_dir: Path, path: str, old: str, new: str) -> str:
     text = (repo_dir / path).read_text()
     if old not in text:
-        raise RuntimeError(f"demo scenario: {old!r} not in {path}")
+        raise InternalError(f"demo scenario: {old!r} not in {path}")
     return text.replace(old, new)
 
 
