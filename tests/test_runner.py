@@ -192,6 +192,7 @@ ATTACKS = {
     "atexit exit 0": "import atexit, os\natexit.register(lambda: os._exit(0))\n",
     "skip exception": "import unittest\nraise unittest.SkipTest('skipped by production')\n",
     "settrace": "import sys\nsys.settrace(lambda *a: None)\n",
+    "stdlib class method patched": "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\n",
     "engine limits lowered": "import hypothesis.internal.conjecture.engine as e\n"
                              "e.BUFFER_SIZE = 1\ne.MIN_TEST_CALLS = 0\n",
 }

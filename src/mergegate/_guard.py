@@ -19,26 +19,32 @@ from typing import Any
 _SNAP_SKIP = frozenset({"sys", "__main__", "builtins"})
 
 
-def snapshot(names: Any) -> dict[str, tuple[Any, dict[str, Any]]]:
-    """Module -> (module object, {attr: value}) for functions, classes and modules.
+Snapshot = dict[str, tuple[Any, dict[str, Any], dict[str, tuple[type, dict[str, Any]]]]]
 
-    Python classes also contribute their own ``__dict__`` callables, so a patched
+
+def snapshot(names: Any) -> Snapshot:
+    """Module -> (module, {attr: value}, {class: (class, {member: value})}).
+
+    Functions, classes and modules are kept by identity; a Python class defined
+    in the module also contributes its own ``__dict__`` callables, so a patched
     ``Fraction.__eq__`` or ``TestCase.assertEqual`` is seen.
     """
-    snap: dict[str, tuple[Any, dict[str, Any]]] = {}
+    snap: Snapshot = {}
     for name in list(names):
         mod = sys.modules.get(name)
         if mod is None or name in _SNAP_SKIP:
             continue
         attrs: dict[str, Any] = {}
+        members: dict[str, tuple[type, dict[str, Any]]] = {}
         for key, value in list(vars(mod).items()):
             if callable(value) or isinstance(value, types.ModuleType):
                 attrs[key] = value
                 if isinstance(value, type) and getattr(value, "__module__", None) == name:
-                    for ckey, cval in list(vars(value).items()):
-                        if callable(cval) or isinstance(cval, (staticmethod, classmethod, property)):
-                            attrs[f"{key}.{ckey}"] = cval
-        snap[name] = (mod, attrs)
+                    own = {k: v for k, v in list(vars(value).items())
+                           if callable(v) or isinstance(v, (staticmethod, classmethod, property))}
+                    if own:
+                        members[key] = (value, own)
+        snap[name] = (mod, attrs, members)
     return snap
 
 
@@ -73,7 +79,7 @@ def scalars_moved(snap: dict[str, tuple[Any, dict[str, Any]]], missing: object =
 
 
 def tampered(
-    snap: dict[str, tuple[Any, dict[str, Any]]],
+    snap: Snapshot,
     builtins_before: dict[str, Any],
     now: dict[str, Any] = builtins.__dict__,
     modules: dict[str, Any] = sys.modules,
@@ -89,24 +95,21 @@ def tampered(
     for key, value in builtins_before.items():
         if now.get(key, missing) is not value:
             return f"builtins.{key}"
-    for name, (mod, attrs) in snap.items():
+    for name, (mod, attrs, members) in snap.items():
         if modules.get(name) is not mod:
             return f"sys.modules[{name!r}]"
         mdict = mod.__dict__
         for key, value in attrs.items():
-            owner, _, member = key.partition(".")
-            if member:
-                cls = mdict.get(owner)
-                got = cls.__dict__.get(member, missing) if isinstance(cls, type) else missing
-            else:
-                got = mdict.get(key, missing)
-            if got is not value:
+            if mdict.get(key, missing) is not value:
                 return f"{name}.{key}"
+        for owner, (cls, own) in members.items():  # the class itself was checked just above
+            cdict = cls.__dict__
+            for key, value in own.items():
+                if cdict.get(key, missing) is not value:
+                    return f"{name}.{owner}.{key}"
     if gettrace() is not None or getprofile() is not None:
         return "sys.settrace/setprofile"
     return None
-
-
 
 
 def oracle_imports(source: bytes, prod_roots: list[str]) -> list[str]:
