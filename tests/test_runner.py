@@ -323,3 +323,18 @@ def test_runs_leave_the_tree_untouched(shop: Path) -> None:
     run_rows(shop, "--only", "prop.order_total", "--only", "prop.tax_round", "--seeds", "11", code=0)
     assert git(shop, "status", "--porcelain", "--ignored").stdout == ""
     assert not list(shop.rglob("__pycache__")) and not (shop / ".hypothesis").exists()
+
+
+def test_oracle_in_a_package_with_relative_imports(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "pkg")
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["oracles/__init__.py"] = ""
+    files["oracles/properties/__init__.py"] = ""
+    files["oracles/properties/limits.py"] = "from decimal import Decimal\n\nHALF_CENT = Decimal('0.005')\n"
+    files["oracles/properties/test_tax.py"] = files["oracles/properties/test_tax.py"].replace(  # type: ignore[union-attr]
+        "from shop.tax import tax_for", "from shop.tax import tax_for\n\nfrom .limits import HALF_CENT").replace(
+        'Decimal("0.005")', "HALF_CENT")
+    sign_and_commit(repo, files, "packaged oracles")
+    proc = gate(repo, "run", "--rev", "HEAD", "--only", "prop.tax_round", "--seeds", "11",
+                "--out", str(tmp_path / "o.jsonl"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -147,6 +147,7 @@ def _run(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[str, A
     sys.path[1:1] = job["prod_roots"]  # after the oracle's directory: production never shadows a helper
     module = types.ModuleType(job["module"])
     module.__file__ = oracle_path
+    module.__package__ = job["module"].rpartition(".")[0]  # relative imports in an oracle package
     sys.modules[job["module"]] = module
     try:
         code = compile(source, oracle_path, "exec", dont_inherit=True)
