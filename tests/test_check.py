@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -175,6 +176,22 @@ def test_worktrees_removed_after_interrupt(shop: Path, sig: signal.Signals) -> N
     assert proc.returncode != 0, err
     assert _worktrees(shop) == [str(shop)]
     assert not any(Path(t).exists() for t in trees[1:])
+    deadline = time.monotonic() + 5  # and no run outlives the command (none sits in a removed tree)
+    while _processes_in(trees[1:]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_in(trees[1:]) == []
+
+
+def _processes_in(trees: list[str]) -> list[str]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if any(cwd.startswith(t) for t in trees):
+            found.append(f"{proc.name}: {cwd}")
+    return found
 
 
 def _worktrees(repo: Path) -> list[str]:

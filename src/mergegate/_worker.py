@@ -44,7 +44,7 @@ from typing import Any
 PRELOAD = (
     "math", "cmath", "decimal", "fractions", "numbers", "statistics", "json", "re",
     "collections", "functools", "itertools", "operator", "datetime", "random", "string",
-    "typing", "pathlib", "unittest", "dataclasses", "enum", "copy", "io", "struct",
+    "typing", "pathlib", "unittest", "dataclasses", "enum", "copy", "io", "struct", "ctypes",
     "hypothesis", "hypothesis.strategies", "hypothesis.core", "hypothesis.control",
     "hypothesis.errors", "hypothesis.configuration",
 )
@@ -76,6 +76,16 @@ def child(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[str, 
         data = b'{"status": "fail", "witness": "Unserialisable:runner", "error": "result not serialisable"}'
     real_write(wfd, len(data).to_bytes(8, "big") + data)
     real_exit(0)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL this child when the zygote dies, so an interrupted run leaves no orphan."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the zygote died before the line above
+        os._exit(71)
 
 
 def _prepare(job: dict[str, Any]) -> None:
@@ -225,9 +235,11 @@ def fork_one(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[st
     """Fork a child for ``job``, wait for its message (or the timeout), reap it."""
     rfd, wfd = os.pipe()
     sys.stdout.flush()
+    zygote_pid = os.getpid()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         os.close(rfd)
+        _die_with_parent(zygote_pid)
         try:
             child(job, snap, builtins_before, wfd)
         finally:
