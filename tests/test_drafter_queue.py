@@ -15,7 +15,7 @@ import pytest
 
 from mergegate.drafter import queue
 from tests.helpers import AGENT, clean_env, commit, gate, git, init_repo, write
-from tests.test_hooks_precommit import hook_repo, precommit_env  # noqa: F401  (session fixture)
+from tests.test_hooks_precommit import hook_repo, precommit_env, precommit_repo  # noqa: F401  (session fixture)
 
 SHOP = "def total(xs: list[int]) -> int:\n    return sum(xs)\n"
 CANDIDATE = b'''import shop
@@ -144,21 +144,7 @@ def test_concurrent_puts_leave_whole_entries(repo: Path) -> None:
 
 @pytest.fixture
 def hooked(tmp_path: Path, hook_repo: tuple[str, str]) -> Path:  # noqa: F811
-    url, sha = hook_repo
-    r = init_repo(tmp_path / "h", gate_init=False)
-    gate(r, "init", check=0)
-    write(r, {".pre-commit-config.yaml": (
-        f"repos:\n  - repo: {url}\n    rev: {sha}\n    hooks:\n"
-        "      - id: gate-guard\n      - id: gate-no-mix\n      - id: gate-manifest\n"
-    )})
-    git(r, "add", "-A")
-    gate(r, "manifest", "sign", "--staged", check=0)
-    git(r, "commit", "-q", "--no-verify", "-m", "adopt mergegate")
-    commit(r, {"src/shop.py": SHOP}, "production")
-    proc = subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=r, env=clean_env(precommit_env()),
-                          capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return r
+    return precommit_repo(tmp_path / "h", hook_repo, {"src/shop.py": SHOP})
 
 
 @pytest.mark.slow

@@ -13,6 +13,17 @@ from tests.helpers import clean_env, commit, gate, git, init_repo, write
 HEAVY = ("git", "docker", "httpx", "hypothesis", "rich", "yaml")
 
 
+def hook_imports(repo: Path, names: tuple[str, ...]) -> str:
+    """Run `gate hook all` in-process; its exit code and which of ``names`` it imported."""
+    code = (
+        "import sys\nfrom mergegate.main import main\nrc = main(['hook', 'all'])\n"
+        f"print(rc, sorted(m for m in sys.modules if m in {names!r} or m.split('.')[0] in {names!r}))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=repo, env=clean_env(), capture_output=True, text=True,
+                          check=False)
+    return proc.stdout.strip() or proc.stderr
+
+
 @pytest.fixture
 def warm(tmp_path: Path) -> Path:
     """A repository whose caches the full check has filled (as after any earlier commit)."""
@@ -29,25 +40,13 @@ def warm(tmp_path: Path) -> Path:
 def test_production_commit_takes_the_fast_path_without_heavy_imports(warm: Path) -> None:
     write(warm, {"src/a.py": "3\n"})
     git(warm, "add", "-A")
-    code = (
-        "import sys\nfrom mergegate.main import main\nrc = main(['hook', 'all'])\n"
-        f"print(rc, sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or m == 'mergegate.policy'))"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=warm, env=clean_env(), capture_output=True, text=True,
-                          check=False)
-    assert proc.stdout.strip() == "0 []", proc.stdout + proc.stderr
+    assert hook_imports(warm, (*HEAVY, "mergegate.policy")) == "0 []"
 
 
 def test_full_hook_path_imports_no_heavy_module(warm: Path) -> None:
     write(warm, {"src/a.py": "4\n", "oracles/fixtures/x.json": "[]"})
     git(warm, "add", "-A")
-    code = (
-        "import sys\nfrom mergegate.main import main\nrc = main(['hook', 'all'])\n"
-        f"print(rc, sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY[:-1]!r}))"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=warm, env=clean_env(), capture_output=True, text=True,
-                          check=False)
-    assert proc.stdout.strip() == "1 []", proc.stdout + proc.stderr
+    assert hook_imports(warm, HEAVY[:-1]) == "1 []"
 
 
 def test_stamp_is_not_reused_after_the_index_changes(warm: Path) -> None:

@@ -58,10 +58,10 @@ def precommit_env() -> dict[str, str]:
     return {"PRE_COMMIT_HOME": str(SHARED / "pre-commit-home"), "PRE_COMMIT_COLOR": "never"}
 
 
-@pytest.fixture
-def repo(tmp_path: Path, hook_repo: tuple[str, str]) -> Path:
+def precommit_repo(path: Path, hook_repo: tuple[str, str], production: dict[str, str]) -> Path:
+    """A repository that adopted mergegate with pre-commit installed, plus one production commit."""
     url, sha = hook_repo
-    r = init_repo(tmp_path / "r", gate_init=False)
+    r = init_repo(path, gate_init=False)
     gate(r, "init", check=0)
     write(r, {".pre-commit-config.yaml": (
         f"repos:\n  - repo: {url}\n    rev: {sha}\n    hooks:\n"
@@ -70,11 +70,16 @@ def repo(tmp_path: Path, hook_repo: tuple[str, str]) -> Path:
     git(r, "add", "-A")
     gate(r, "manifest", "sign", "--staged", check=0)
     git(r, "commit", "-q", "--no-verify", "-m", "adopt mergegate")
-    commit(r, {"src/shop.py": "def total(xs):\n    return sum(xs)\n"}, "production")
+    commit(r, production, "production")
     proc = subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=r, env=clean_env(precommit_env()),
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return r
+
+
+@pytest.fixture
+def repo(tmp_path: Path, hook_repo: tuple[str, str]) -> Path:
+    return precommit_repo(tmp_path / "r", hook_repo, {"src/shop.py": "def total(xs):\n    return sum(xs)\n"})
 
 
 def do_commit(repo: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
