@@ -33,3 +33,17 @@ def test_different_counterexamples_differ(left: str, right: str) -> None:
 def test_prop_and_site_are_part_of_the_identity() -> None:
     assert signature("p", SITE, "f(1)") != signature("q", SITE, "f(1)")
     assert signature("p", SITE, "f(1)") != signature("p", SITE.replace(":12", ":13"), "f(1)")
+
+
+def test_data_draws_are_part_of_the_counterexample() -> None:
+    """Two failures of a ``data()`` test that differ only in a draw keep different signatures."""
+    from mergegate._guard import counterexample
+
+    def failure(draw: int) -> AssertionError:
+        exc = AssertionError()
+        exc.add_note("Failing test case: t(\n    data=data(...),\n)")
+        exc.add_note(f"Draw 1: {draw}")
+        return exc
+
+    assert counterexample(failure(50)) != counterexample(failure(51))
+    assert signature("p", SITE, counterexample(failure(50))) != signature("p", SITE, counterexample(failure(51)))

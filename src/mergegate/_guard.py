@@ -147,6 +147,9 @@ def assertion_site(exc: BaseException, oracle_path: str, rel: str) -> str:
 
 
 def counterexample(exc: BaseException) -> str:
-    notes = getattr(exc, "__notes__", None) or []
-    keep = [n for n in notes if n.startswith(("Falsifying", "Failing test case"))]
-    return "\n".join(keep or [str(n) for n in notes][:1])
+    """Hypothesis's notes on the minimized failure: the arguments, plus any ``data()`` draws.
+
+    All of them, so two failures that differ only in a draw do not share a signature;
+    noise (addresses, timestamps, paths) is stripped later by ``signature.normalise``.
+    """
+    return "\n".join(str(n) for n in getattr(exc, "__notes__", None) or [])
