@@ -268,3 +268,25 @@ def test_evidence_feeds_freeze_propose_and_open(shop: Path, tmp_path: Path) -> N
     code, data = check(shop, "t/flaky2", rebased)
     got = props(data)["prop.bulk_discount"]
     assert (code, data["decision"], got["verdict"], got["freeze_id"]) == (1, "hold", "inconclusive", "FZ-2")
+
+
+def test_lenient_combiner_admits_pass_plus_inconclusive(shop: Path, tmp_path: Path) -> None:
+    """combiner: lenient is seed 000's promote: a frozen flake beside real passes may admit."""
+    build.git(shop, "checkout", "-q", "-B", "t/lenient", "main")
+    try:
+        policy = (shop / "gate.yaml").read_text().replace("combiner: strict", "combiner: lenient")
+        build.commit(shop, {"gate.yaml": policy}, "policy: lenient", sign=True)
+        flaky = build.commit(shop, {"src/shop/discount.py": build.FLAKY_DISCOUNT}, "promo tier")
+        build.gate(shop, "run", "--rev", flaky, "--only", "prop.bulk_discount", "--out", str(tmp_path / "r.jsonl"),
+                   ok=(1,))
+        build.gate(shop, "freeze", "open", "--run", str(tmp_path / "r.jsonl"), "--base", flaky, "--id", "FZ-9",
+                   "--prop", "prop.bulk_discount", "--reason", "flake", "--expires", "7d",
+                   "--paths", "src/shop/discount.py")
+        build.commit(shop, {}, "ledger: FZ-9")
+    finally:
+        build.git(shop, "checkout", "-q", "main")
+    head = patch(shop, "t/lenient", "lenient-patch", {"src/shop/discount.py": build.FLAKY_DISCOUNT + "\n# l\n"},
+                 agent=False)
+    code, data = check(shop, "t/lenient", head)
+    assert (code, data["decision"], data["reason"]) == (0, "admit", "promoted"), data
+    assert props(data)["prop.bulk_discount"]["verdict"] == "inconclusive"
