@@ -72,6 +72,13 @@ def toplevel(cwd: str | Path | None = None) -> Path:
     return Path(os.fsdecode(proc.stdout.rstrip(b"\n")))
 
 
+def ensure_repo(cwd: str | Path | None = None) -> None:
+    """A usage error unless ``cwd`` is inside a repository (bare repositories count)."""
+    if run(["rev-parse", "--git-dir"], cwd, check=False).returncode != 0:
+        where = os.path.abspath(cwd or os.getcwd())
+        raise UsageError(f"{where}: not a git repository", "run inside a git work tree, or `git init`")
+
+
 def git_path(name: str, cwd: str | Path | None = None) -> Path:
     """``git rev-parse --git-path``: where hooks, caches and locks live (worktree-aware)."""
     raw = os.fsdecode(out(["rev-parse", "--git-path", name], cwd).rstrip(b"\n"))

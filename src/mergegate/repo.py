@@ -10,7 +10,7 @@ from mergegate.errors import UsageError
 
 def load_policy(rev: str | None, cwd: str | Path | None = None) -> policy.Policy:
     """gate.yaml at ``rev`` (None: the index in use), validated."""
-    gitio.toplevel(cwd)  # outside a repository: "not a git repository" (exit 2), not a git failure
+    gitio.ensure_repo(cwd)  # outside a repository: "not a git repository" (exit 2), not a git failure
     data = gitio.file_at(rev, policy.POLICY_FILE, cwd)
     where = "the index" if rev is None else rev
     if data is None:
@@ -27,7 +27,7 @@ def trusted_policy(cwd: str | Path | None = None) -> policy.Policy:
 
     Before the first commit there is no HEAD; then the index's policy is all there is.
     """
-    gitio.toplevel(cwd)
+    gitio.ensure_repo(cwd)
     head = gitio.head(cwd)
     if head is not None and gitio.file_at(head, policy.POLICY_FILE, cwd) is not None:
         return load_policy(head, cwd)
