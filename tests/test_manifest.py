@@ -146,6 +146,14 @@ def test_init_never_overwrites(repo: Path) -> None:
     assert "gate-no-mix" in (repo / ".pre-commit-config.yaml").read_text()
 
 
+def test_init_work_area_ignores_itself(repo: Path) -> None:
+    assert (repo / ".gate/.gitignore").is_file()
+    (repo / ".gate/evidence").mkdir()
+    (repo / ".gate/evidence/x.json").write_text("{}")
+    assert git(repo, "status", "--porcelain", "--untracked-files=all").stdout == ""
+    assert ".gate" not in git(repo, "ls-files").stdout
+
+
 def seed_fixture_digest(root: pathlib.Path) -> str:
     """Seed 000's function, verbatim."""
     hasher = hashlib.sha256()

@@ -61,3 +61,16 @@ def locked(lock_path: str | Path) -> Iterator[None]:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+WORK_AREA = ".gate"
+
+
+def work_area(top: Path) -> Path:
+    """``<top>/.gate``: queue, evidence, tickets; it ignores itself, so it is never committed."""
+    area = Path(top) / WORK_AREA
+    area.mkdir(parents=True, exist_ok=True)
+    ignore = area / ".gitignore"
+    if not ignore.exists():
+        atomic_write(ignore, b"# mergegate's work area: never committed\n*\n")
+    return area

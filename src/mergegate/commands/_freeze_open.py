@@ -13,6 +13,7 @@ from typing import Any
 
 from mergegate import differential, globs, ledger
 from mergegate.errors import ConfigError, UsageError
+from mergegate.fsutil import work_area
 from mergegate.policy import Policy
 
 
@@ -162,7 +163,7 @@ def propose(args: argparse.Namespace, now: dt.datetime) -> int:
         directory = Path(args.tickets)
     else:
         try:
-            directory = gitio.toplevel() / ".gate" / "tickets"
+            directory = work_area(gitio.toplevel()) / "tickets"
         except UsageError:
             directory = Path(".gate") / "tickets"
     written = []

@@ -11,6 +11,7 @@ from typing import Any
 
 from mergegate import gitio
 from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
+from mergegate.fsutil import work_area
 from mergegate.progress import progress_bar
 
 
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     runs = (Path(args.base_runs), Path(args.head_runs)) if args.base_runs else None
     with progress_bar(quiet=args.json) as progress:
         outcome = check.check(args.base, head, environ=os.environ, jobs=args.jobs, progress=progress, runs=runs)
-    where = Path(args.evidence) if args.evidence else gitio.toplevel() / ".gate" / "evidence" / outcome.head[:12]
+    where = Path(args.evidence) if args.evidence else work_area(gitio.toplevel()) / "evidence" / outcome.head[:12]
     evidence.write_packet(outcome, where)
     if args.junit:
         _write(args.junit, evidence.junit(outcome))

@@ -7,6 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 from mergegate import gitio, manifest, policy
+from mergegate.fsutil import work_area
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     config = top / ".pre-commit-config.yaml"
     if args.pre_commit_config:
         _create(config, "repos:\n" + entry, top, report)
+    if not (top / ".gate" / ".gitignore").exists():
+        work_area(top)
+        report.append("created  .gate/.gitignore (mergegate's work area, never committed)")
     manifest_path = top / paths.manifest
     if manifest_path.exists():
         report.append(f"kept     {paths.manifest} (exists)")

@@ -59,11 +59,9 @@ def root(top: Path) -> Path:
 @contextlib.contextmanager
 def locked(top: Path) -> Iterator[Path]:
     """The queue directory, held under its lock; git ignores everything under .gate/."""
+    fsutil.work_area(top)
     qdir = root(top)
     qdir.mkdir(parents=True, exist_ok=True)
-    ignore = qdir.parent / ".gitignore"
-    if not ignore.exists():
-        fsutil.atomic_write(ignore, b"# mergegate's work area: never committed\n*\n")
     with fsutil.locked(qdir / ".lock"):
         yield qdir
 
