@@ -320,8 +320,10 @@ def test_gate_diff_writes_contract_and_decides(shop: Path, tmp_path: Path) -> No
 
 def test_runs_leave_the_tree_untouched(shop: Path) -> None:
     """No __pycache__, no .hypothesis directory: the tree under test is read, never written."""
+    before = git(shop, "status", "--porcelain", "--ignored", "--untracked-files=all").stdout
+    assert "__pycache__" not in before and ".hypothesis" not in before
     run_rows(shop, "--only", "prop.order_total", "--only", "prop.tax_round", "--seeds", "11", code=0)
-    assert git(shop, "status", "--porcelain", "--ignored").stdout == ""
+    assert git(shop, "status", "--porcelain", "--ignored", "--untracked-files=all").stdout == before
     assert not list(shop.rglob("__pycache__")) and not (shop / ".hypothesis").exists()
 
 
