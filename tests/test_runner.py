@@ -208,6 +208,16 @@ def test_production_cannot_neuter_a_failing_property(shop: Path, attack: str) ->
     assert rows and all(r["status"] == "fail" for r in rows), rows
 
 
+def run_planted(shop: Path, planted: dict[str, str | bytes | None]) -> list[dict[str, object]]:
+    """Run prop.tax_round (broken tax) with ``planted`` files in the tree, then remove them."""
+    write(shop, planted)
+    try:
+        return run_rows(shop, "--only", "prop.tax_round", "--seeds", "11", code=1)
+    finally:
+        write(shop, {p: None for p in planted if p != "src/shop/tax.py"})
+        git(shop, "checkout", "--", "src/shop/tax.py")
+
+
 def test_conftest_sitecustomize_pth_and_pycache_are_not_loaded(shop: Path) -> None:
     exit_now = "import os\nos._exit(0)\n"
     skipper = "import pytest\n\ndef pytest_collection_modifyitems(items):\n" \
@@ -216,12 +226,7 @@ def test_conftest_sitecustomize_pth_and_pycache_are_not_loaded(shop: Path) -> No
                "src/usercustomize.py": exit_now, "src/evil.pth": "import os; os._exit(0)\n",
                "pytest.ini": "[pytest]\naddopts = -p no:hypothesispytest\n",
                "src/shop/tax.py": BROKEN_TAX}
-    write(shop, planted)
-    try:
-        rows = run_rows(shop, "--only", "prop.tax_round", "--seeds", "11", code=1)
-    finally:
-        write(shop, {p: None for p in planted if p != "src/shop/tax.py"})
-        git(shop, "checkout", "--", "src/shop/tax.py")
+    rows = run_planted(shop, planted)
     assert rows[0]["status"] == "fail"
     assert rows[0]["witness"] == "AssertionError:oracles/properties/test_tax.py:17"
 
@@ -291,12 +296,7 @@ def test_shadowing_hypothesis_or_stdlib_from_production_roots(shop: Path) -> Non
     """A patch planting src/hypothesis or src/decimal cannot replace what the oracle imports."""
     planted = {"src/hypothesis/__init__.py": "def given(*a, **k):\n    return lambda f: (lambda *x, **y: None)\n",
                "src/decimal.py": "raise SystemExit(0)\n", "src/shop/tax.py": BROKEN_TAX}
-    write(shop, planted)
-    try:
-        rows = run_rows(shop, "--only", "prop.tax_round", "--seeds", "11", code=1)
-    finally:
-        write(shop, {p: None for p in planted if p != "src/shop/tax.py"})
-        git(shop, "checkout", "--", "src/shop/tax.py")
+    rows = run_planted(shop, planted)
     assert rows[0]["witness"] == "AssertionError:oracles/properties/test_tax.py:17"
 
 
