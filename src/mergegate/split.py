@@ -7,7 +7,7 @@ is simply a change of that path, so it lands in the guarded class too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from mergegate import gitio
@@ -42,10 +42,12 @@ class Split:
         return self.classes[cls]
 
 
-def split_paths(paths: Iterable[str], policy: Policy) -> Split:
+def split_paths(paths: Iterable[str], policy: Policy, classify: Callable[[str], str] | None = None) -> Split:
+    """Bucket ``paths`` by class; ``classify`` defaults to the policy's (pass a memoized one when hot)."""
+    classify = classify or policy.classify
     buckets: dict[str, list[str]] = {c: [] for c in CLASSES}
     for path in sorted(set(paths)):
-        buckets[policy.classify(path)].append(path)
+        buckets[classify(path)].append(path)
     return Split({c: tuple(ps) for c, ps in buckets.items()})
 
 

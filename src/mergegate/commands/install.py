@@ -4,13 +4,12 @@ or ``--pre-receive BARE`` for a server repository."""
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 from pathlib import Path
 
 from mergegate import gitio
-from mergegate.errors import UsageError
+from mergegate.hooks.installer import write_hook
 
 MARKER = "# installed by `gate install` (mergegate)"
 
@@ -32,17 +31,6 @@ def hook_script(python: str) -> str:
     )
 
 
-def write_hook(path: Path, text: str, force: bool) -> None:
-    if path.exists() and MARKER not in path.read_text(errors="replace") and not force:
-        raise UsageError(
-            f"{path} exists and was not written by mergegate",
-            "use pre-commit (see README), merge the hooks by hand, or pass --force to replace it",
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    os.chmod(path, 0o755)
-
-
 def run(args: argparse.Namespace) -> int:
     if args.pre_receive:
         from mergegate.hooks import pre_receive
@@ -52,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     hooks_dir = gitio.git_path("hooks")
     target = hooks_dir / "pre-commit"
-    write_hook(target, hook_script(sys.executable), args.force)
+    write_hook(target, hook_script(sys.executable), MARKER, args.force,
+               "use pre-commit (see README), merge the hooks by hand, or pass --force to replace it")
     print(f"installed {target}")
     return 0

@@ -22,11 +22,11 @@ from pathlib import Path
 
 from mergegate import agents, gitio, policy, pushlog
 from mergegate.errors import UsageError
-from mergegate.fsutil import atomic_write
 from mergegate.hooks import push_manifest, trusted
+from mergegate.hooks.installer import write_hook
 from mergegate.hooks.receive_rules import NOT_A_COMMIT, CommitFacts, Refusal, judge_commit, judge_ref
 from mergegate.manifest import Report
-from mergegate.split import Split
+from mergegate.split import Split, split_paths
 
 # Where servers put the pusher's login: ours, GitLab, GitHub Enterprise, Gitea.
 PUSHER_VARS = ("GATE_PUSHER", "GL_USERNAME", "GITHUB_USER_LOGIN", "GITEA_PUSHER_NAME")
@@ -205,10 +205,7 @@ class Splitter:
         return any(self.classify(c.path) in policy.GUARDED for c in changes)
 
     def split(self, changes: Iterable[gitio.Change]) -> Split:
-        buckets: dict[str, list[str]] = {c: [] for c in policy.CLASSES}
-        for path in sorted({c.path for c in changes}):
-            buckets[self.classify(path)].append(path)
-        return Split({c: tuple(ps) for c, ps in buckets.items()})
+        return split_paths((c.path for c in changes), self.policy, self.classify)
 
 
 def _verify_signatures(side: trusted.Side, shas: list[str], cwd: str | Path | None) -> set[str]:
@@ -245,8 +242,6 @@ def install_pre_receive(bare_repo: Path, force: bool = False, fmt: str = "plain"
         raise UsageError(f"{bare}: not a bare repository",
                          "pass the server's bare repository; for a work tree use `gate install`")
     hook = gitio.git_path("hooks", bare) / "pre-receive"
-    if hook.exists() and not force and MARKER not in hook.read_text(errors="replace"):
-        raise UsageError(f"{hook} exists and is not mergegate's",
-                         "chain it by hand (docs/server.md), or pass --force to replace it")
-    atomic_write(hook, hook_script(sys.executable, fmt).encode(), mode=0o755)
+    write_hook(hook, hook_script(sys.executable, fmt), MARKER, force,
+               "chain it by hand (docs/server.md), or pass --force to replace it")
     return hook
