@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mergegate.signature import normalise, signature
+from mergegate.runner.signature import normalise, signature
 
 SITE = "AssertionError:oracles/properties/test_x.py:12"
 
@@ -37,7 +37,7 @@ def test_prop_and_site_are_part_of_the_identity() -> None:
 
 def test_data_draws_are_part_of_the_counterexample() -> None:
     """Two failures of a ``data()`` test that differ only in a draw keep different signatures."""
-    from mergegate._guard import counterexample
+    from mergegate.runner.trusted.report import counterexample
 
     def failure(draw: int) -> AssertionError:
         exc = AssertionError()

@@ -14,7 +14,9 @@ from mergegate.errors import ConfigError
 
 CLAIMED_FILE = "claimed.yaml"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
-_KEYS = ("id", "oracle", "claim", "canary", "quarantine_eligible", "fixtures", "max_examples", "covers")
+_KEYS = ("id", "oracle", "claim", "canary", "quarantine_eligible", "fixtures", "max_examples", "covers",
+         "isolation")
+ISOLATIONS = ("sealed", "shared")
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class Property:
     max_examples: int = 100
     covers: tuple[str, ...] = ()
     source: str = ""  # the catalog file this entry came from
+    isolation: str = "sealed"  # shared: a person decided it cannot run sealed (production in its process)
 
     @property
     def oracle(self) -> str:
@@ -69,8 +72,13 @@ def parse_entry(text: str | bytes, source: str) -> Property:
     yamlio.expect(doc, ("max_examples",), max_examples, int, "a positive whole number")
     if max_examples <= 0:
         raise doc.error(("max_examples",), "max_examples must be positive", "write e.g. 100")
+    isolation = raw.get("isolation", "sealed")
+    if isolation not in ISOLATIONS:
+        raise doc.error(("isolation",), f"bad isolation {isolation!r}",
+                        "write isolation: sealed (the default) or isolation: shared")
     return Property(
         id=pid,
+        isolation=isolation,
         oracle_file=file_,
         oracle_function=func,
         claim=claim,

@@ -76,6 +76,10 @@ class Canaries:
 class Runner:
     timeout_s: float = 120.0
     jobs: int = 0  # 0: one worker per core
+    containment: str = "auto"  # auto | bwrap | none: how a subject (production code) is contained
+    memory_mb: int = 8192  # address-space limit of a subject process
+    max_processes: int = 256  # processes a subject may run (where the kernel enforces it)
+    unsealed_pass: str = "review"  # review | admit: an agent's admit resting on an isolation: shared pass
 
 
 @dataclass(frozen=True)
@@ -274,6 +278,14 @@ def _runner(doc: yamlio.Doc, raw: Any) -> Runner:
         values["timeout_s"] = float(t)
     if "jobs" in values:
         yamlio.expect(doc, ("runner", "jobs"), values["jobs"], int, "a whole number")
+    for key, choices in (("containment", ("auto", "bwrap", "none")), ("unsealed_pass", ("review", "admit"))):
+        if key in values and values[key] not in choices:
+            raise doc.error(("runner", key), f"bad {key} {values[key]!r}", f"write one of: {', '.join(choices)}")
+    for key in ("memory_mb", "max_processes"):
+        if key in values:
+            value = yamlio.expect(doc, ("runner", key), values[key], int, "a positive whole number")
+            if value <= 0:
+                raise doc.error(("runner", key), f"{key} must be positive", "write e.g. 8192 or 256")
     return Runner(**values)
 
 

@@ -1,8 +1,9 @@
-"""In-process guards of the property runner's child (stdlib only, imported before production).
+"""In-process guards for properties marked ``isolation: shared`` (stdlib only, imported before production).
 
 Snapshots of what production code must not change (functions and classes of every
-loaded module, Hypothesis's engine constants, the builtins, the tracer), the
-oracle's non-production imports, and the witness pieces read off a failure.
+loaded module, Hypothesis's engine constants, the builtins, the tracer) and the
+oracle's non-production imports.  A list of guards, not a boundary: see
+docs/runner.md for what it cannot stop, and why sealed runs are the default.
 Everything ``tampered`` reads is bound at definition time, so rebinding this
 module's globals from production code changes nothing.
 """
@@ -132,24 +133,3 @@ def oracle_imports(source: bytes, prod_roots: list[str]) -> list[str]:
             continue  # a production module: imported later, as the oracle's code says
         wanted.append(name)
     return wanted
-
-
-def assertion_site(exc: BaseException, oracle_path: str, rel: str) -> str:
-    """``Type:oracle/file.py:LINE`` of the deepest oracle frame (or ``Type:rel``)."""
-    line = None
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == oracle_path:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    kind = type(exc).__name__
-    return f"{kind}:{rel}:{line}" if line is not None else f"{kind}:{rel}"
-
-
-def counterexample(exc: BaseException) -> str:
-    """Hypothesis's notes on the minimized failure: the arguments, plus any ``data()`` draws.
-
-    All of them, so two failures that differ only in a draw do not share a signature;
-    noise (addresses, timestamps, paths) is stripped later by ``signature.normalise``.
-    """
-    return "\n".join(str(n) for n in getattr(exc, "__notes__", None) or [])

@@ -1,4 +1,4 @@
-"""The runner's process pool: one zygote (``mergegate._worker``) per core, fed by one thread each.
+"""The runner's process pool: one evaluator zygote (``trusted/evaluator.py``) per core, fed by one thread each.
 
 A zygote imports Hypothesis once and forks a fresh child per job; a dead zygote
 is replaced; ``close`` kills every zygote and the child it is running.
@@ -20,7 +20,7 @@ from typing import Any
 
 from mergegate.errors import InternalError
 
-WORKER = Path(__file__).with_name("_worker.py")
+WORKER = Path(__file__).resolve().parent / "trusted" / "evaluator.py"
 
 
 @dataclass
@@ -36,7 +36,7 @@ def _site_dirs() -> list[str]:
     spec = importlib.util.find_spec("hypothesis")
     if spec and spec.origin:
         dirs.append(str(Path(spec.origin).parent.parent))
-    dirs.append(str(Path(__file__).resolve().parent.parent))  # mergegate itself, for mergegate._guard
+    dirs.append(str(Path(__file__).resolve().parents[2]))  # mergegate itself
     return list(dict.fromkeys(dirs))
 
 

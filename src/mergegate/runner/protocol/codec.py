@@ -1,0 +1,293 @@
+"""The sealed call protocol's value codec: plain data as tagged JSON, everything else a reference.
+
+Standard library only: the subject loads this file by path inside its sandbox,
+the trusted evaluator imports it.  Both sides encode and decode with it.
+
+A value on the wire is JSON.  ``null``, booleans, small integers, floats and
+strings stand for themselves; every other value is an array whose first element
+is a tag (see ``_DECODERS``): tuples, lists, dicts, sets, bytes, big integers,
+``Decimal``, ``Fraction``, dates and times, ``UUID``, named tuples (rebuilt as
+the decoder's own ``namedtuple``), builtin types by name, and references to
+objects that stay on the side that owns them.
+
+Decoding never runs code the peer chose: each tag builds one of this side's own
+builtin or standard-library types from JSON scalars, so an ``int`` subclass whose
+``__eq__`` always holds arrives as a plain ``int``.  Nothing is unpickled or
+evaluated.  Sizes and depth are bounded; anything malformed is a ``CodecError``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import datetime as dt
+import decimal
+import fractions
+import json
+import keyword
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+MAX_DEPTH = 100
+MAX_INT_HEX = 1 << 16  # hex digits of one integer (about 78,000 decimal digits)
+SMALL_INT = 1 << 53  # JSON numbers beyond this lose precision in many readers: tag them
+
+BUILTIN_TYPES = {t.__name__: t for t in (
+    int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set, frozenset, object, type,
+    range, slice, memoryview, property, staticmethod, classmethod, super, enumerate, zip, map, filter,
+    reversed,
+)}
+
+
+class CodecError(Exception):
+    """A value that cannot be carried, or a message that is not well-formed."""
+
+
+# ---------------------------------------------------------------- encoding
+
+Other = Callable[[Any], list[Any]]  # an object that is not plain data -> its reference array
+
+
+def encode(value: Any, other: Other, depth: int = 0) -> Any:
+    """``value`` as a JSON-ready structure; ``other`` encodes what is not plain data."""
+    kind = type(value)
+    if value is None or kind is bool or kind is str or kind is float:
+        return value
+    if kind is int:
+        return value if -SMALL_INT < value < SMALL_INT else ["I", format(value, "x")]
+    if depth > MAX_DEPTH:
+        raise CodecError(f"value nested deeper than {MAX_DEPTH} levels (or recursive)")
+    enc = _ENCODERS.get(kind)
+    if enc is not None:
+        return enc(value, other, depth + 1)
+    for base, enc in _SUBCLASS_ENCODERS:
+        if issubclass(kind, base):  # the real type: a spoofed __class__ does not count
+            return enc(value, other, depth + 1)
+    return other(value)
+
+
+def _items(values: Any, other: Other, depth: int) -> list[Any]:
+    return [encode(v, other, depth) for v in values]
+
+
+def _dict(value: dict[Any, Any], other: Other, depth: int) -> list[Any]:
+    out: list[Any] = ["d"]
+    for key, item in dict.items(value):
+        out.append(encode(key, other, depth))
+        out.append(encode(item, other, depth))
+    return out
+
+
+def _tuple(value: tuple[Any, ...], other: Other, depth: int) -> list[Any]:
+    fields: Any = getattr(type(value), "_fields", None)
+    items = _items(tuple.__iter__(value), other, depth)
+    if type(value) is not tuple and _is_fields(fields) and len(fields) == len(items):
+        return ["nt", str(type(value).__name__), list(fields), *items]
+    return ["t", *items]
+
+
+def _is_fields(fields: Any) -> bool:
+    return type(fields) is tuple and all(type(f) is str for f in fields)
+
+
+def _datetime(value: dt.datetime, other: Other, depth: int) -> list[Any]:
+    if value.tzinfo is not None and type(value.tzinfo) is not dt.timezone:
+        return other(value)  # a zone with rules (zoneinfo): the object stays where it is
+    return ["dt", dt.datetime.isoformat(value)]
+
+
+def _time(value: dt.time, other: Other, depth: int) -> list[Any]:
+    if value.tzinfo is not None and type(value.tzinfo) is not dt.timezone:
+        return other(value)
+    return ["tm", dt.time.isoformat(value)]
+
+
+_ENCODERS: dict[type, Callable[[Any, Other, int], Any]] = {
+    tuple: _tuple,
+    list: lambda v, o, d: ["l", *_items(list.__iter__(v), o, d)],
+    dict: _dict,
+    set: lambda v, o, d: ["s", *_items(set.__iter__(v), o, d)],
+    frozenset: lambda v, o, d: ["fs", *_items(frozenset.__iter__(v), o, d)],
+    bytes: lambda v, o, d: ["b", bytes.decode(v, "latin-1")],
+    bytearray: lambda v, o, d: ["ba", bytes(v).decode("latin-1")],
+    complex: lambda v, o, d: ["c", complex.__getattribute__(v, "real"), complex.__getattribute__(v, "imag")],
+    decimal.Decimal: lambda v, o, d: ["D", decimal.Decimal.__str__(v)],
+    fractions.Fraction: lambda v, o, d: ["F", encode(v.numerator, o, d), encode(v.denominator, o, d)],
+    dt.datetime: _datetime,
+    dt.date: lambda v, o, d: ["da", dt.date.isoformat(v)],
+    dt.time: _time,
+    dt.timedelta: lambda v, o, d: ["td", v.days, v.seconds, v.microseconds],
+    uuid.UUID: lambda v, o, d: ["u", v.hex],
+    range: lambda v, o, d: ["r", encode(v.start, o, d), encode(v.stop, o, d), encode(v.step, o, d)],
+    slice: lambda v, o, d: ["sl", encode(v.start, o, d), encode(v.stop, o, d), encode(v.step, o, d)],
+    type(...): lambda v, o, d: ["..."],
+}
+
+# Subclasses of plain types travel as their base type's value (read with the base
+# type's own methods, never the subclass's): what arrives is plain data.
+_SUBCLASS_ENCODERS: list[tuple[type, Callable[[Any, Other, int], Any]]] = [
+    (int, lambda v, o, d: encode(int.__int__(v), o, d)),
+    (float, lambda v, o, d: float.__float__(v)),
+    (str, lambda v, o, d: str.__str__(v)),
+    (bytes, lambda v, o, d: ["b", bytes.decode(v, "latin-1")]),
+    (tuple, _tuple),
+    (list, lambda v, o, d: ["l", *_items(list.__iter__(v), o, d)]),
+    (dict, _dict),
+    (frozenset, lambda v, o, d: ["fs", *_items(frozenset.__iter__(v), o, d)]),
+    (set, lambda v, o, d: ["s", *_items(set.__iter__(v), o, d)]),
+]
+
+
+def builtin_type(value: Any) -> list[Any] | None:
+    """``["B", name]`` when ``value`` is one of the builtin types both sides share by name."""
+    name = getattr(value, "__name__", "") if isinstance(value, type) else ""
+    if name and BUILTIN_TYPES.get(name) is value:
+        return ["B", name]
+    return None
+
+
+# ---------------------------------------------------------------- decoding
+
+Resolve = Callable[[list[Any]], Any]  # a reference array -> the local stand-in for it
+
+_named_tuples: dict[tuple[str, tuple[str, ...]], type] = {}
+
+
+def decode(data: Any, resolve: Resolve, depth: int = 0) -> Any:
+    """The value ``data`` stands for, built from this side's own types."""
+    kind = type(data)
+    if data is None or kind is bool or kind is str or kind is float or kind is int:
+        return data
+    if kind is not list or not data or type(data[0]) is not str:
+        raise CodecError(f"malformed value of type {kind.__name__}")
+    if depth > MAX_DEPTH:
+        raise CodecError(f"value nested deeper than {MAX_DEPTH} levels")
+    dec = _DECODERS.get(data[0])
+    if dec is None:
+        return resolve(data)
+    try:
+        return dec(data, resolve, depth + 1)
+    except CodecError:
+        raise
+    except (TypeError, ValueError, ArithmeticError, IndexError, KeyError, OverflowError) as exc:
+        raise CodecError(f"malformed {data[0]!r} value: {type(exc).__name__}: {exc}") from None
+
+
+def _each(data: list[Any], resolve: Resolve, depth: int, start: int = 1) -> list[Any]:
+    return [decode(v, resolve, depth) for v in data[start:]]
+
+
+def _text(value: Any) -> str:
+    if type(value) is not str:
+        raise CodecError("malformed value: expected a string")
+    return value
+
+
+def _dec_dict(data: list[Any], resolve: Resolve, depth: int) -> dict[Any, Any]:
+    items = _each(data, resolve, depth)
+    if len(items) % 2:
+        raise CodecError("malformed dict: odd number of items")
+    return dict(zip(items[::2], items[1::2], strict=True))
+
+
+def _dec_int(data: list[Any], resolve: Resolve, depth: int) -> int:
+    text = _text(data[1])
+    if len(text) > MAX_INT_HEX:
+        raise CodecError(f"integer longer than {MAX_INT_HEX} hex digits")
+    return int(text, 16)
+
+
+def _dec_named(data: list[Any], resolve: Resolve, depth: int) -> tuple[Any, ...]:
+    name, fields = _text(data[1]), data[2]
+    if (type(fields) is not list or not all(type(f) is str and f.isidentifier() and not keyword.iskeyword(f)
+                                            and not f.startswith("_") for f in fields)
+            or len(set(fields)) != len(fields) or not name.isidentifier() or keyword.iskeyword(name)):
+        return tuple(_each(data, resolve, depth, 3))
+    key = (name, tuple(fields))
+    cls = _named_tuples.get(key)
+    if cls is None:
+        cls = _named_tuples.setdefault(key, collections.namedtuple(name, fields))
+    items = _each(data, resolve, depth, 3)
+    if len(items) != len(fields):
+        raise CodecError("malformed named tuple: wrong number of items")
+    return cls(*items)  # type: ignore[no-any-return]
+
+
+def _number(value: Any) -> float:
+    if type(value) not in (int, float):
+        raise CodecError("malformed value: expected a number")
+    return float(value)
+
+
+def _dec_builtin(data: list[Any], resolve: Resolve, depth: int) -> type:
+    cls = BUILTIN_TYPES.get(_text(data[1]))
+    if cls is None:
+        raise CodecError(f"unknown builtin type {data[1]!r}")
+    return cls
+
+
+def _fraction(data: list[Any], resolve: Resolve, depth: int) -> fractions.Fraction:
+    num, den = decode(data[1], resolve, depth), decode(data[2], resolve, depth)
+    if type(num) is not int or type(den) is not int:
+        raise CodecError("malformed fraction")
+    return fractions.Fraction(num, den)
+
+
+def _ints(data: list[Any], resolve: Resolve, depth: int) -> list[Any]:
+    out = _each(data, resolve, depth)
+    if not all(v is None or type(v) is int for v in out):
+        raise CodecError(f"malformed {data[0]!r}: expected integers")
+    return out
+
+
+_DECODERS: dict[str, Callable[[list[Any], Resolve, int], Any]] = {
+    "I": _dec_int,
+    "t": lambda d, r, n: tuple(_each(d, r, n)),
+    "nt": _dec_named,
+    "l": _each,
+    "d": _dec_dict,
+    "s": lambda d, r, n: set(_each(d, r, n)),
+    "fs": lambda d, r, n: frozenset(_each(d, r, n)),
+    "b": lambda d, r, n: _text(d[1]).encode("latin-1"),
+    "ba": lambda d, r, n: bytearray(_text(d[1]).encode("latin-1")),
+    "c": lambda d, r, n: complex(_number(d[1]), _number(d[2])),
+    "D": lambda d, r, n: decimal.Decimal(_text(d[1])),
+    "F": _fraction,
+    "dt": lambda d, r, n: dt.datetime.fromisoformat(_text(d[1])),
+    "da": lambda d, r, n: dt.date.fromisoformat(_text(d[1])),
+    "tm": lambda d, r, n: dt.time.fromisoformat(_text(d[1])),
+    "td": lambda d, r, n: dt.timedelta(*_ints(d, r, n)),
+    "u": lambda d, r, n: uuid.UUID(hex=_text(d[1])),
+    "r": lambda d, r, n: range(*_ints(d, r, n)),
+    "sl": lambda d, r, n: slice(*_each(d, r, n)),
+    "...": lambda d, r, n: ...,
+    "B": _dec_builtin,
+}
+
+
+# ---------------------------------------------------------------- messages
+
+MAX_MESSAGE = 64 << 20
+
+
+def dumps(message: Any) -> bytes:
+    """One message as compact JSON bytes (NaN and infinities allowed, as Python writes them)."""
+    try:
+        return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise CodecError(f"cannot write the message: {exc}") from None
+
+
+def loads(data: bytes) -> Any:
+    """One message parsed from JSON bytes; anything malformed is a ``CodecError``."""
+    if len(data) > MAX_MESSAGE:
+        raise CodecError(f"message of {len(data)} bytes is over the {MAX_MESSAGE}-byte limit")
+    try:
+        return json.loads(data.decode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
+        raise CodecError(f"malformed message: {type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+def is_builtin_name(name: Any) -> bool:
+    return type(name) is str and isinstance(getattr(builtins, name, None), type)

@@ -1,0 +1,108 @@
+"""One JSONL row per property x seed x tree, made from what the evaluator reported."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mergegate import fsutil
+from mergegate.policy import FIXTURE, Policy
+from mergegate.runner import signature
+
+SEALED, SHARED = "sealed", "shared"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One JSONL line: one property at one seed on one tree."""
+
+    prop: str
+    seed: int
+    status: str
+    witness: str = ""
+    signature: str | None = None
+    spec_hash: str = ""
+    fixture_closure: str = ""
+    fixture_digest: str = ""
+    examples: int = 0
+    duration_s: float = 0.0
+    error: str | None = None
+    fixtures_opened: tuple[str, ...] = ()
+    undeclared_fixtures: tuple[str, ...] = ()
+    load_error: bool = False
+    isolation: str = ""  # sealed | shared ("" in rows from elsewhere that do not say: never sealed)
+    containment: str = ""  # bwrap | none
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "prop": self.prop, "seed": self.seed, "status": self.status, "witness": self.witness,
+            "signature": self.signature, "spec_hash": self.spec_hash,
+            "fixture_closure": self.fixture_closure, "fixture_digest": self.fixture_digest,
+            "examples": self.examples, "duration_s": self.duration_s,
+            "isolation": self.isolation, "containment": self.containment,
+        }
+        if self.error:
+            data["error"] = self.error
+        if self.fixtures_opened:
+            data["fixtures_opened"] = list(self.fixtures_opened)
+        if self.undeclared_fixtures:
+            data["undeclared_fixtures"] = list(self.undeclared_fixtures)
+        return data
+
+
+LOAD_ERROR = "loading the oracle"
+
+
+def make_row(prop: Any, seed: int, out: dict[str, Any], policy: Policy, *, spec_hash: str, closure: str,
+             fixture_digest: str, roots: Sequence[str], isolation: str, containment: str) -> Row:
+    """A row from the evaluator's outcome ``out``; ``prop`` is the catalog entry."""
+    status = "pass" if out.get("status") == "pass" else "fail"
+    witness = str(out.get("witness") or "")
+    error = out.get("error")
+    opened = tuple(sorted({p for p in out.get("opened") or () if policy.classify(p) == FIXTURE}))
+    undeclared = tuple(p for p in opened if not prop.uses_fixture(p))
+    if undeclared:
+        # The fixture closure hash covers only declared fixtures: bytes the property read
+        # but did not declare are outside the contract, so the run cannot vouch for them.
+        status = "fail"
+        note = f"opened undeclared fixture(s): {', '.join(undeclared)}"
+        error = f"{error}; {note}" if error else note
+        if not witness:
+            witness = f"UndeclaredFixture:{prop.oracle_file}"
+    sig = None
+    if status == "fail":
+        sig = signature.signature(prop.id, witness, str(out.get("counterexample") or ""), roots)
+        if error:
+            error = signature.normalise(str(error), roots)
+    return Row(
+        prop=prop.id, seed=seed, status=status, witness=witness, signature=sig,
+        spec_hash=spec_hash, fixture_closure=closure, fixture_digest=fixture_digest,
+        examples=int(out.get("examples") or 0), duration_s=float(out.get("duration_s") or 0.0),
+        error=error, fixtures_opened=opened, undeclared_fixtures=undeclared,
+        load_error=str(error or "").startswith(LOAD_ERROR), isolation=isolation, containment=containment,
+    )
+
+
+def write_jsonl(rows: Sequence[Row], path: str | Path) -> None:
+    """Rows as JSONL, sorted by (prop, seed), written atomically."""
+    ordered = sorted(rows, key=lambda r: (r.prop, r.seed))
+    data = "".join(json.dumps(r.to_json(), sort_keys=True) + "\n" for r in ordered)
+    fsutil.atomic_write(path, data.encode())
+
+
+def row_from_json(data: dict[str, Any]) -> Row:
+    """A row read back from JSONL (already validated by ``differential.parse_jsonl``)."""
+    return Row(
+        prop=str(data["prop"]), seed=int(data["seed"]), status=str(data["status"]),
+        witness=str(data.get("witness") or ""), signature=data.get("signature") or None,
+        spec_hash=str(data.get("spec_hash") or ""), fixture_closure=str(data.get("fixture_closure") or ""),
+        fixture_digest=str(data.get("fixture_digest") or ""), examples=int(data.get("examples") or 0),
+        duration_s=float(data.get("duration_s") or 0.0), error=data.get("error") or None,
+        fixtures_opened=tuple(data.get("fixtures_opened") or ()),
+        undeclared_fixtures=tuple(data.get("undeclared_fixtures") or ()),
+        load_error=str(data.get("error") or "").startswith(LOAD_ERROR),
+        isolation=str(data.get("isolation") or ""), containment=str(data.get("containment") or ""),
+    )

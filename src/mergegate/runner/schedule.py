@@ -1,0 +1,219 @@
+"""Running a plan: the trusted oracle tree on disk, one subject per tree, the evaluator pool, the rows.
+
+Parent side.  For each run it materializes the trusted revision's oracle and
+fixture files in a private directory (the evaluator's only view of them),
+starts one subject per tree under test (contained: ``subject/sandbox.py``) and
+feeds every property x seed to the evaluator pool.  Everything it started is
+stopped when the run ends, also on an interrupt.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from mergegate import catalog
+from mergegate.errors import InternalError, UsageError
+from mergegate.policy import Policy
+from mergegate.runner import rows as rowlib
+from mergegate.runner import specs as speclib
+from mergegate.runner.pool import Pool
+from mergegate.runner.subject import sandbox
+from mergegate.runner.trees import Tree, files_matching, hidden_paths
+
+Task = tuple[Tree, speclib.Spec, int]
+Progress = Callable[[Task, rowlib.Row], None]
+
+
+def plan(specs: Sequence[speclib.Spec], seeds: Sequence[int],
+         shard: tuple[int, int] | None = None) -> list[tuple[speclib.Spec, int]]:
+    """Every property x seed in (prop, seed order); with ``shard=(k, n)`` only the k-th of n slices."""
+    pairs = [(s, seed) for s in sorted(specs, key=lambda s: s.prop.id) for seed in seeds]
+    if shard is None:
+        return pairs
+    k, n = shard
+    return [pair for i, pair in enumerate(pairs) if i % n == k - 1]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``K/N`` with 1 <= K <= N."""
+    try:
+        k_text, n_text = text.split("/")
+        k, n = int(k_text), int(n_text)
+    except ValueError:
+        raise UsageError(f"bad shard {text!r}", "write --shard K/N, e.g. --shard 1/4") from None
+    if not 1 <= k <= n:
+        raise UsageError(f"bad shard {text!r}: K must be between 1 and N", "write --shard 1/4 .. 4/4")
+    return k, n
+
+
+def default_jobs(policy: Policy) -> int:
+    return policy.runner.jobs or len(os.sched_getaffinity(0)) or 1
+
+
+# ---------------------------------------------------------------- the trusted oracle tree
+
+
+def safe_relpath(path: str) -> bool:
+    parts = path.split("/")
+    return bool(path) and not path.startswith("/") and all(p not in ("", ".", "..", ".git") for p in parts)
+
+
+def materialize(trusted: speclib.Trusted, dest: Path) -> Path:
+    """Write the trusted oracle and fixture files under ``dest``, read-only."""
+    dest.mkdir(parents=True)
+    for path, data in sorted(trusted.files.items()):
+        if not safe_relpath(path):
+            continue
+        target = dest / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        target.chmod(0o444)
+    return dest
+
+
+def module_name(root: Path, oracle_file: str, files: Sequence[str] | frozenset[str]) -> tuple[str, str]:
+    """Import root and dotted module name, as pytest's rootdir-less "prepend" mode finds them."""
+    parts = [Path(oracle_file).stem]
+    directory = oracle_file.rpartition("/")[0]
+    while directory and f"{directory}/__init__.py" in files:
+        parts.insert(0, directory.rpartition("/")[2])
+        directory = directory.rpartition("/")[0]
+    return str(root / directory) if directory else str(root), ".".join(parts)
+
+
+# ---------------------------------------------------------------- running
+
+
+@contextmanager
+def _subjects(tasks: Sequence[Task], policy: Policy, scratch: Path) -> Iterator[dict[Path, sandbox.Subject]]:
+    """One subject per tree that has a sealed task; all stopped on the way out."""
+    trees: dict[Path, Tree] = {}
+    sources: list[bytes] = []
+    names: set[str] = set()
+    for tree, spec, _seed in tasks:
+        if spec.prop.isolation == rowlib.SEALED:
+            trees.setdefault(tree.root, tree)
+            names |= spec.trusted.production_names
+            sources.extend(data for path, data in spec.trusted.files.items() if path.endswith(".py"))
+    out: dict[Path, sandbox.Subject] = {}
+    with ExitStack() as stack:
+        if trees:
+            containment = sandbox.choose(policy.runner.containment)
+            preload = tuple(speclib.production_imports(sources, frozenset(names)))
+            limits = sandbox.Limits(memory_bytes=policy.runner.memory_mb << 20,
+                                    max_processes=policy.runner.max_processes,
+                                    cpu_seconds=int(policy.runner.timeout_s) + 2)
+            for i, tree in enumerate(trees.values()):
+                subject_spec = sandbox.SubjectSpec(str(tree.root), tree.prod_roots, hidden_paths(tree.root, policy),
+                                                   preload, limits)
+                subject = sandbox.Subject(subject_spec, containment, scratch, tree.label or f"tree{i}")
+                stack.callback(subject.close)
+                out[tree.root] = subject
+        yield out
+
+
+def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
+              progress: Progress | None = None) -> list[rowlib.Row]:
+    """Run every task in a pool of ``jobs`` evaluator zygotes; rows in task order."""
+    if not tasks:
+        return []
+    size = max(1, min(jobs or default_jobs(policy), len(tasks)))
+    begin = getattr(progress, "begin", None)  # a progress bar may want the total first
+    if callable(begin):
+        begin(len(tasks))
+    with tempfile.TemporaryDirectory(prefix="gate-run-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        (scratch / "pycache").mkdir()
+        (scratch / "home").mkdir()
+        trusted_roots: dict[str, Path] = {}
+        for _tree, spec, _seed in tasks:
+            if spec.trusted.rev not in trusted_roots:
+                trusted_roots[spec.trusted.rev] = materialize(spec.trusted, scratch / f"trusted{len(trusted_roots)}")
+        closures = _closures(tasks)
+        with _subjects(tasks, policy, scratch) as subjects:
+            pool = Pool(size, policy.runner.timeout_s, scratch)
+            ex = ThreadPoolExecutor(size)
+
+            def one(index: int) -> rowlib.Row:
+                tree, spec, seed = tasks[index]
+                subject = subjects.get(tree.root)
+                if subject is not None and spec.prop.isolation == rowlib.SEALED:
+                    subject.ensure_running()
+                root = trusted_roots[spec.trusted.rev]
+                job = _job(index, tree, spec, seed, policy, scratch, root, subject)
+                try:
+                    out = pool.submit(job)
+                except InternalError as exc:
+                    if pool.closed:
+                        raise
+                    # The zygote died under this job (e.g. the OOM killer): a crash, a fail; a fresh one serves on.
+                    out = {"status": "fail", "witness": "Crash:runner", "error": exc.message}
+                _explain_crash(out, scratch / f"stderr-{index}.log", subject)
+                row = rowlib.make_row(
+                    spec.prop, seed, out, policy, spec_hash=spec.spec_hash, closure=closures[(tree.root, spec.prop.id)],
+                    fixture_digest=tree.fixture_digest, roots=[str(tree.root), str(root)],
+                    isolation=job["isolation"], containment=subject.containment if subject else sandbox.NONE)
+                if progress is not None:
+                    progress(tasks[index], row)
+                return row
+
+            try:
+                futures = [ex.submit(one, i) for i in range(len(tasks))]
+                return [f.result() for f in futures]
+            finally:
+                # Kill the zygotes first (an interrupt must not wait for running properties),
+                # then let the feeding threads finish against the closed pool.
+                pool.close()
+                ex.shutdown(wait=True, cancel_futures=True)
+
+
+def _explain_crash(out: dict[str, Any], stderr: Path, subject: sandbox.Subject | None) -> None:
+    """A crash or timeout row carries the end of the run's stderr, and of the subject's log."""
+    text = str(out.get("error") or "")
+    if out.get("witness") in ("Crash:runner", "Timeout:runner"):
+        text += _tail("stderr", stderr.read_bytes() if stderr.exists() else b"")
+    if subject is not None and out.get("witness") == "Crash:subject":
+        text += _tail("subject log", subject.log_tail().encode())
+    if text:
+        out["error"] = text
+
+
+def _tail(label: str, data: bytes, limit: int = 600) -> str:
+    text = data[-limit:].decode(errors="replace").strip()
+    return f"; {label}: {text}" if text else ""
+
+
+def _closures(tasks: Sequence[Task]) -> dict[tuple[Path, str], str]:
+    out: dict[tuple[Path, str], str] = {}
+    for tree, spec, _seed in tasks:
+        key = (tree.root, spec.prop.id)
+        if key not in out:
+            files = files_matching(tree.root, spec.prop.fixtures) if spec.prop.fixtures else {}
+            out[key] = catalog.fixture_closure(spec.prop, files)
+    return out
+
+
+def _job(index: int, tree: Tree, spec: speclib.Spec, seed: int, policy: Policy, scratch: Path,
+         trusted_root: Path, subject: sandbox.Subject | None) -> dict[str, Any]:
+    oracle_root, module = module_name(trusted_root, spec.prop.oracle_file, frozenset(spec.trusted.files))
+    sealed = spec.prop.isolation == rowlib.SEALED
+    job: dict[str, Any] = {
+        "id": index, "prop": spec.prop.id, "seed": seed, "isolation": spec.prop.isolation,
+        "trusted_root": str(trusted_root), "oracle_file": spec.prop.oracle_file,
+        "function": spec.prop.oracle_function, "source": spec.source.decode("utf-8", "surrogateescape"),
+        "max_examples": spec.prop.max_examples, "oracle_root": oracle_root, "module": module,
+        "timeout": policy.runner.timeout_s, "pycache": str(scratch / "pycache"), "home": str(scratch / "home"),
+        "stderr": str(scratch / f"stderr-{index}.log"), "cwd": str(trusted_root if sealed else tree.root),
+    }
+    if sealed:
+        assert subject is not None
+        job.update(subject_socket=subject.socket_path, production_names=sorted(spec.trusted.production_names))
+    else:
+        job.update(tree=str(tree.root), prod_roots=list(tree.prod_roots))
+    return job

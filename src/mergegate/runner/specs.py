@@ -1,0 +1,133 @@
+"""What the trusted revision says: each property's oracle bytes, the oracle tree, production's names.
+
+Everything here is read from git blobs of the trusted revision (the merge-base
+in ``gate check``), never from a work tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mergegate import catalog, gitio, yamlio
+from mergegate.errors import ConfigError
+from mergegate.policy import FIXTURE, ORACLE, PRODUCTION, Policy
+from mergegate.runner.trees import literal_prefix
+
+# Names the trusted side never hands to production: the standard library (the subject
+# resolves these to the standard library too, so a production module so named is dead code).
+NEVER_PRODUCTION = frozenset(sys.stdlib_module_names) | {"__future__"}
+
+
+@dataclass(frozen=True)
+class Trusted:
+    """The trusted revision's oracle and fixture files, and the names production owns there."""
+
+    rev: str
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    production_names: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One property as the trusted revision defines it."""
+
+    prop: catalog.Property
+    source: bytes
+    spec_hash: str
+    trusted: Trusted = field(default_factory=lambda: Trusted(""))
+
+
+def load_specs(rev: str, policy: Policy, cwd: str | Path | None = None) -> tuple[catalog.Catalog, list[Spec]]:
+    """The catalog and each property's trusted oracle bytes at ``rev``; bad entries are errors."""
+    cat = catalog.load_at(rev, policy.paths.catalog, None if cwd is None else str(cwd))
+    listing = [e for e in gitio.ls_tree(rev, cwd) if not e.is_submodule]
+    entries = {e.path: e for e in listing}
+    oracle_paths = [e.path for e in listing if policy.classify(e.path) in (ORACLE, FIXTURE)]
+    wanted = {entries[p].sha for prop in cat.properties for p in (prop.source, prop.oracle_file) if p in entries}
+    wanted |= {entries[p].sha for p in oracle_paths if not entries[p].is_symlink}
+    blobs = dict(gitio.read_blobs(wanted, cwd))
+    trusted = Trusted(
+        rev,
+        {p: blobs[entries[p].sha] for p in oracle_paths if not entries[p].is_symlink},
+        frozenset(production_names((e.path for e in listing), policy)),
+    )
+    specs = []
+    for prop in cat.properties:
+        entry_bytes = blobs[entries[prop.source].sha]
+        oracle = entries.get(prop.oracle_file)
+        if oracle is None:
+            line = yamlio.load(entry_bytes, prop.source).line(("oracle",))
+            raise ConfigError(prop.source, line, f"oracle file {prop.oracle_file} does not exist at {rev[:12]}",
+                              "commit the oracle file or fix the catalog entry's oracle: path")
+        source = blobs[oracle.sha]
+        check_function(prop, source, entry_bytes)
+        specs.append(Spec(prop, source, catalog.spec_hash(entry_bytes, source), trusted))
+    return cat, specs
+
+
+def check_function(prop: catalog.Property, source: bytes, entry_bytes: bytes) -> None:
+    """The oracle file must parse and define the catalog's test function at top level."""
+    try:
+        tree = ast.parse(source, prop.oracle_file)
+    except SyntaxError as exc:
+        raise ConfigError(prop.oracle_file, exc.lineno, f"syntax error: {exc.msg}", "fix the oracle file") from None
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if prop.oracle_function not in names:
+        line = yamlio.load(entry_bytes, prop.source).line(("oracle",))
+        raise ConfigError(prop.source, line, f"{prop.oracle_file} has no function {prop.oracle_function}",
+                          "name a test function the oracle file defines")
+
+
+def import_roots(policy: Policy, paths: frozenset[str]) -> list[str]:
+    """Import roots of the production globs, as ``trees.production_roots`` finds them on disk."""
+    roots = []
+    for pattern in policy.paths.production:
+        root = literal_prefix(pattern)
+        if root in paths:  # a file: its directory
+            root = root.rpartition("/")[0]
+        while root and f"{root}/__init__.py" in paths:
+            root = root.rpartition("/")[0]
+        roots.append(root)
+    return sorted(set(roots), key=len, reverse=True)
+
+
+def production_names(paths: Iterable[str], policy: Policy) -> set[str]:
+    """Top-level import names of the production files among ``paths`` (``src/shop/tax.py`` -> shop).
+
+    Read from the trusted revision: a patch cannot make an oracle's import of a
+    third-party or helper module resolve to production code by adding a module
+    of that name.
+    """
+    every = frozenset(paths)
+    roots = import_roots(policy, every)
+    names = set()
+    for path in every:
+        if not path.endswith((".py", ".so", ".pyd")) or policy.classify(path) != PRODUCTION:
+            continue
+        root = next((r for r in roots if not r or path.startswith(r + "/")), None)
+        if root is None:
+            continue
+        name = (path[len(root) + 1:] if root else path).split("/")[0].split(".")[0]
+        if name.isidentifier() and name not in NEVER_PRODUCTION:
+            names.add(name)
+    return names
+
+
+def production_imports(sources: Iterable[bytes], names: frozenset[str]) -> list[str]:
+    """Absolute imports of production modules in the oracle sources (preloaded by the subject)."""
+    found: list[str] = []
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.extend(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.append(node.module)
+    return [n for n in dict.fromkeys(found) if n.partition(".")[0] in names]

@@ -1,0 +1,1 @@
+"""The subject: production code of one tree, contained, served over the call protocol."""

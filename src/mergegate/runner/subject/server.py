@@ -1,0 +1,284 @@
+"""The subject: production code of one tree, served to the trusted evaluator over the call protocol.
+
+Runs inside the sandbox (``subject/sandbox.py``) as ``python -s -S -P server.py
+CONFIG``, standard library only.  It lowers its own resource limits, puts the
+tree's production roots on ``sys.path`` (after the standard library, before the
+third-party site directories), imports the production modules the oracles
+name, then serves as a fork server: one fresh child per connection (one
+property x seed), which answers requests until the evaluator hangs up.
+
+Nothing here is trusted.  Once production code is imported it can rewrite any
+of this; the evaluator therefore believes nothing it says beyond "this value
+came back", decoded into the evaluator's own types.  This side only has to be
+correct for honest production code.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib
+import importlib.util
+import json
+import operator
+import os
+import resource
+import signal
+import socket
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+PROTOCOL_PACKAGE = "_mergegate_protocol"
+
+
+def load_protocol(folder: str) -> tuple[Any, Any]:
+    """codec and wire from ``folder``, as a private package no production module can shadow."""
+    pkg = types.ModuleType(PROTOCOL_PACKAGE)
+    pkg.__path__ = [folder]
+    sys.modules[PROTOCOL_PACKAGE] = pkg
+    return (importlib.import_module(f"{PROTOCOL_PACKAGE}.codec"), importlib.import_module(f"{PROTOCOL_PACKAGE}.wire"))
+
+
+def lower_limits(config: dict[str, Any]) -> None:
+    """Hard limits, lowered before production runs (a process can never raise them again)."""
+    wanted = {
+        resource.RLIMIT_AS: config.get("memory_bytes"),
+        resource.RLIMIT_NPROC: config.get("max_processes"),
+        resource.RLIMIT_CORE: 0,
+        resource.RLIMIT_FSIZE: config.get("max_file_bytes"),
+    }
+    for which, value in wanted.items():
+        if value is None:
+            continue
+        hard = resource.getrlimit(which)[1]
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(which, (value, value))
+
+
+# ---------------------------------------------------------------- the object table and the requests
+
+
+class Session:
+    """One connection: its handles, the ops it answers, the callbacks it may make."""
+
+    def __init__(self, codec: Any, roots: list[str]) -> None:
+        self.codec = codec
+        self.roots = [os.path.realpath(r).rstrip("/") + "/" for r in roots]
+        self.objects: dict[int, Any] = {}
+        self.ids: dict[int, int] = {}
+        self.endpoint: Any = None
+
+    # -- values
+
+    def ref(self, obj: Any) -> list[Any]:
+        builtin: list[Any] | None = self.codec.builtin_type(obj)
+        if builtin is not None:
+            return builtin
+        key = id(obj)
+        handle = self.ids.get(key)
+        if handle is not None:
+            return ["h", handle]
+        handle = len(self.objects) + 1
+        self.objects[handle] = obj  # kept alive for the session: its id is never reused
+        self.ids[key] = handle
+        return ["H", handle, describe(obj)]
+
+    def enc(self, value: Any) -> Any:
+        return self.codec.encode(value, self.ref)
+
+    def resolve(self, data: list[Any]) -> Any:
+        tag = data[0]
+        if tag == "h" and len(data) == 2 and data[1] in self.objects:
+            return self.objects[data[1]]
+        if tag == "cb" and len(data) == 2 and type(data[1]) is int:
+            return Callback(self, data[1])
+        raise self.codec.CodecError(f"unknown reference {str(data)[:80]}")
+
+    def dec(self, data: Any) -> Any:
+        return self.codec.decode(data, self.resolve)
+
+    # -- requests
+
+    def handle(self, message: list[Any]) -> list[Any]:
+        op = OPS.get(message[0])
+        try:
+            if op is None:
+                raise ValueError(f"unknown request {message[0]!r}")
+            reply: list[Any] = op(self, *message[1:])
+            return reply
+        except BaseException as exc:  # every failure goes back as an error reply
+            return self.error(exc)
+
+    def error(self, exc: BaseException) -> list[Any]:
+        kind = type(exc)
+        builtin = next((c.__name__ for c in kind.__mro__ if c.__module__ == "builtins"), "BaseException")
+        try:
+            message = str(exc)
+        except BaseException:
+            message = "<unprintable>"
+        cls = None if kind.__module__ == "builtins" else self.ref(kind)
+        obj = None if kind.__module__ == "builtins" else self.ref(exc)
+        return ["err", kind.__qualname__, builtin, cls, message[:4000], obj]
+
+    def check_origin(self, module: Any) -> None:
+        """A production name the oracle imports must come from the tree under test."""
+        places = []
+        file = getattr(module, "__file__", None)
+        if file:
+            places.append(file)
+        places.extend(str(p) for p in (getattr(module, "__path__", None) or ()))
+        real = [os.path.realpath(p) for p in places]
+        if not real or not all(any(r.startswith(root) for root in self.roots) for r in real):
+            where = real[0] if real else "a built-in module"
+            raise ImportError(f"production module {module.__name__} resolved to {where}, outside the tree under "
+                              "test (an installed copy?); the sealed runner never substitutes it")
+
+
+def describe(obj: Any) -> list[Any]:
+    """What the evaluator needs to build its stand-in: kind, names, exception bases."""
+    if isinstance(obj, types.ModuleType):
+        return ["module", str(getattr(obj, "__name__", "?"))]
+    if isinstance(obj, type):
+        name = str(getattr(obj, "__qualname__", getattr(obj, "__name__", "?")))
+        module = str(getattr(obj, "__module__", "?"))
+        if issubclass(obj, BaseException):
+            bases = [c.__name__ for c in obj.__mro__ if c.__module__ == "builtins"]
+            return ["exception", name, module, bases]
+        return ["class", name, module]
+    return ["callable" if callable(obj) else "object", type(obj).__qualname__]
+
+
+class Callback:
+    """An oracle callable: calling it asks the evaluator to run it and waits for the answer."""
+
+    def __init__(self, session: Session, number: int) -> None:
+        self.session, self.number = session, number
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        s = self.session
+        reply = s.endpoint.request(["callback", self.number, s.enc(list(args)), s.enc(kwargs)])
+        if reply[0] == "ok":
+            return s.dec(reply[1])
+        name = reply[1] if len(reply) > 1 and type(reply[1]) is str else "Exception"
+        cls = getattr(builtins, name, None)
+        cls = cls if isinstance(cls, type) and issubclass(cls, Exception) else RuntimeError
+        raise cls(reply[2] if len(reply) > 2 else "the oracle's callable failed")
+
+
+def op_import(s: Session, name: str) -> list[Any]:
+    module = importlib.import_module(name)
+    s.check_origin(module)
+    return ["ok", s.enc(module)]
+
+
+def op_getattr(s: Session, target: Any, name: str) -> list[Any]:
+    return ["ok", s.enc(getattr(s.dec(target), name))]
+
+
+def op_setattr(s: Session, target: Any, name: str, value: Any) -> list[Any]:
+    setattr(s.dec(target), name, s.dec(value))
+    return ["ok", None]
+
+
+def op_delattr(s: Session, target: Any, name: str) -> list[Any]:
+    delattr(s.dec(target), name)
+    return ["ok", None]
+
+
+MUTABLE = (list, dict, set, bytearray)
+
+
+def op_call(s: Session, target: Any, args: Any, kwargs: Any) -> list[Any]:
+    fn, pos, kw = s.dec(target), s.dec(args), s.dec(kwargs)
+    result = fn(*pos, **kw)
+    # Value-result semantics for mutable plain arguments: their final state goes back.
+    updates = [[i, s.enc(v)] for i, v in enumerate(pos) if type(v) in MUTABLE]
+    updates += [[k, s.enc(v)] for k, v in kw.items() if type(v) in MUTABLE]
+    return ["ok", s.enc(result), updates]
+
+
+def _next(it: Any) -> Any:
+    return next(it)
+
+
+OPERATORS: dict[str, Any] = {
+    name: getattr(operator, name) for name in (
+        "eq", "ne", "lt", "le", "gt", "ge", "add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
+        "matmul", "lshift", "rshift", "and_", "or_", "xor", "neg", "pos", "abs", "invert", "index",
+        "contains", "getitem", "setitem", "delitem", "iadd", "isub", "imul", "itruediv", "ifloordiv",
+        "imod", "ipow", "imatmul", "ilshift", "irshift", "iand", "ior", "ixor",
+    )
+}
+OPERATORS.update({"len": len, "bool": bool, "hash": hash, "repr": repr, "str": str, "iter": iter,
+                  "next": _next, "int": int, "float": float, "complex": complex, "format": format,
+                  "divmod": divmod, "round": round, "dir": lambda o: sorted(map(str, dir(o))),
+                  "isinstance": isinstance, "issubclass": issubclass, "bytes": bytes,
+                  "enter": lambda o: type(o).__enter__(o), "exit": lambda o: type(o).__exit__(o, None, None, None)})
+
+
+def op_op(s: Session, name: str, args: Any) -> list[Any]:
+    fn = OPERATORS.get(name)
+    if fn is None:
+        raise ValueError(f"unknown operator {name!r}")
+    return ["ok", s.enc(fn(*s.dec(args)))]
+
+
+def op_signature(s: Session, target: Any) -> list[Any]:
+    import inspect
+
+    sig = inspect.signature(s.dec(target))
+    params = []
+    for p in sig.parameters.values():
+        default = None if p.default is p.empty else s.enc(p.default)
+        params.append([p.name, int(p.kind), p.default is not p.empty, default])
+    return ["ok", params]
+
+
+OPS: dict[str, Callable[..., list[Any]]] = {
+    "import": op_import, "getattr": op_getattr, "setattr": op_setattr, "delattr": op_delattr,
+    "call": op_call, "op": op_op, "signature": op_signature,
+}
+
+
+# ---------------------------------------------------------------- the fork server
+
+
+def serve_connection(conn: socket.socket, codec: Any, wire: Any, roots: list[str], cpu: int | None) -> None:
+    if cpu:  # a run that hangs in production stops burning a core once its evaluator gave up
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    session = Session(codec, roots)
+    session.endpoint = wire.Endpoint(conn, session.handle)
+    session.endpoint.serve()
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    lower_limits(config)
+    codec, wire = load_protocol(config["protocol"])
+    listener = socket.socket(fileno=int(config["listen_fd"]))
+    sys.dont_write_bytecode = True
+    roots = list(config["prod_roots"])
+    stdlib = [p for p in sys.path if p and not p.endswith(("site-packages", "dist-packages"))]
+    sys.path[:] = [*stdlib, *roots, *config["site_dirs"]]
+    os.chdir(config["tree"])
+    for name in config.get("preload", ()):
+        with contextlib.suppress(BaseException):  # the child imports it again and reports the error
+            importlib.import_module(name)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    while True:
+        conn, _ = listener.accept()
+        if os.fork() == 0:
+            listener.close()
+            try:
+                serve_connection(conn, codec, wire, roots, config.get("cpu_seconds"))
+            finally:
+                os._exit(0)
+        conn.close()
+
+
+if __name__ == "__main__":
+    main()

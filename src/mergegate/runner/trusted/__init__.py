@@ -1,0 +1,1 @@
+"""The trusted evaluator: never imports production code."""

@@ -1,0 +1,330 @@
+"""The trusted evaluator: a fork server (zygote) and one child per property x seed.
+
+Started by ``runner.pool`` as ``python -s -S -P evaluator.py SITE...`` with a
+scrubbed environment: no ``sitecustomize``, ``.pth`` file, user site,
+``conftest.py`` or pytest configuration of the repository is loaded.  The
+zygote imports Hypothesis once and forks a fresh child per job.
+
+A sealed child (the default) never imports production code.  Its ``sys.path``
+holds the standard library, the gate's own environment and the trusted oracle
+tree (materialized from the trusted revision's blobs); the stand-in finder
+(``trusted.standins``) answers every production name by asking that side's
+subject over the call protocol.  Hypothesis's engine, the property body, its
+helpers, the fixtures, the example counter and the result live here only: a
+patch changes production code, and production code is in another process.
+
+Protocol with the parent (zygote stdin/stdout): one JSON job per line in, one
+JSON outcome per line out.  The child reports to the zygote on its own pipe
+with one length-prefixed JSON message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import sys
+import time
+import types
+from collections.abc import Callable
+from typing import Any
+
+MSG_LIMIT = 4 << 20
+
+
+# ---------------------------------------------------------------- shared by both kinds of child
+
+
+def gate_settings(settings: Any, parent: Any, job: dict[str, Any]) -> Any:
+    """The gate's settings for a run: its examples, no database, no deadline, no explain phase."""
+    from hypothesis import HealthCheck, Phase
+
+    return settings(
+        parent, max_examples=int(job["max_examples"]), database=None, derandomize=False,
+        deadline=None, report_multiple_bugs=False, print_blob=False,
+        phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink),
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors],
+    )
+
+
+def watch_opens(root: str) -> list[str]:
+    """Record the files under ``root`` this process opens (relative paths), via an audit hook."""
+    opened: list[str] = []
+    prefix = root.rstrip("/") + "/"
+    abspath, fsdecode = os.path.abspath, os.fsdecode
+
+    def audit(event: str, args: tuple[Any, ...]) -> None:
+        if event == "open" and args and isinstance(args[0], (str, bytes)):
+            path = abspath(fsdecode(args[0]))
+            if path.startswith(prefix):
+                opened.append(path[len(prefix):])
+
+    sys.addaudithook(audit)
+    return opened
+
+
+def oracle_module(job: dict[str, Any], oracle_path: str) -> types.ModuleType:
+    module = types.ModuleType(job["module"])
+    module.__file__ = oracle_path
+    module.__package__ = job["module"].rpartition(".")[0]  # relative imports in an oracle package
+    sys.modules[job["module"]] = module
+    return module
+
+
+def not_a_property(job: dict[str, Any], rel: str) -> dict[str, Any]:
+    return {"status": "fail", "witness": f"NotAProperty:{rel}",
+            "error": f"{job['function']} is not a Hypothesis @given test"}
+
+
+def verdict(failure: BaseException | None, examples: int, oracle_path: str, rel: str,
+            site: Callable[[BaseException, str, str], str], cex: Callable[[BaseException], str]) -> dict[str, Any]:
+    if failure is not None:
+        return {"status": "fail", "witness": site(failure, oracle_path, rel), "counterexample": cex(failure),
+                "error": f"{type(failure).__name__}: {failure}"[:2000]}
+    if examples == 0:
+        return {"status": "fail", "witness": f"ZeroExamples:{rel}", "error": "the property ran zero examples"}
+    return {"status": "pass", "witness": ""}
+
+
+# ---------------------------------------------------------------- the sealed child
+
+
+def run_sealed(job: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """Run one property x seed with production behind stand-ins; return the outcome."""
+    import functools
+    import inspect
+
+    import hypothesis
+    from hypothesis.core import HypothesisHandle
+
+    from mergegate.runner.trusted import report, standins
+
+    names = frozenset(job["production_names"])
+    for name in [n for n in sys.modules if n.partition(".")[0] in names]:
+        del sys.modules[name]  # the gate's own copy of a module production owns is not the tree's
+    finder = standins.install(names, job["subject_socket"])
+    oracle_path = os.path.join(job["trusted_root"], job["oracle_file"])
+    rel = job["oracle_file"]
+    sys.path.insert(0, job["oracle_root"])
+    result["opened"] = watch_opens(job["trusted_root"])
+    module = oracle_module(job, oracle_path)
+    source = job["source"].encode("utf-8", "surrogateescape")
+    try:
+        exec(compile(source, oracle_path, "exec", dont_inherit=True), vars(module))
+    except standins.SubjectGone as exc:
+        return {"status": "fail", "witness": "Crash:subject", "error": f"importing production: {exc}"}
+    except standins.ProductionImportError as exc:  # the tree's production is broken: a fail, not a load error
+        return {"status": "fail", "witness": report.assertion_site(exc, oracle_path, rel), "error": str(exc)[:2000]}
+    except BaseException as exc:
+        return {"status": "fail", "witness": report.assertion_site(exc, oracle_path, rel),
+                "error": f"loading the oracle: {type(exc).__name__}: {exc}"[:2000]}
+    fn = vars(module).get(job["function"])
+    handle = getattr(fn, "__dict__", {}).get("hypothesis")
+    if type(handle) is not HypothesisHandle:
+        return not_a_property(job, rel)
+    inner = handle.inner_test
+    completed = [0]
+
+    @functools.wraps(inner)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        out = inner(*args, **kwargs)
+        completed[0] += 1  # examples that completed, not calls
+        return out
+
+    del counted.__wrapped__
+    counted.__signature__ = inspect.signature(inner)  # type: ignore[attr-defined]
+    test = hypothesis.given(**handle._given_kwargs)(counted)
+    explicit = getattr(fn, "hypothesis_explicit_examples", None)
+    if explicit:
+        test.hypothesis_explicit_examples = list(explicit)  # type: ignore[attr-defined]
+    settings = hypothesis.settings
+    test = hypothesis.seed(int(job["seed"]))(gate_settings(settings, settings.get_profile("default"), job)(test))
+    failure: BaseException | None = None
+    try:
+        test()
+    except standins.SubjectGone as exc:
+        result["examples"] = completed[0]
+        return {"status": "fail", "witness": "Crash:subject", "error": f"{exc} (after {completed[0]} examples)"}
+    except BaseException as exc:
+        failure = exc
+    result["examples"] = completed[0]
+    result["calls"] = finder.channel.calls
+    return verdict(failure, completed[0], oracle_path, rel, report.assertion_site, report.counterexample)
+
+
+# ---------------------------------------------------------------- the child process
+
+
+def child(job: dict[str, Any], state: tuple[dict[str, Any], dict[str, Any]], wfd: int) -> None:
+    """Run one job; write one message to ``wfd``; never return."""
+    real_exit, real_write, dumps, clock = os._exit, os.write, json.dumps, time.monotonic
+    started = clock()
+    result: dict[str, Any] = {"examples": 0, "opened": []}
+    try:
+        _prepare(job)
+        if job["isolation"] == "shared":
+            from mergegate.runner.unsealed import worker
+
+            outcome = worker.run_shared(job, state[0], state[1], result)
+        else:
+            outcome = run_sealed(job, result)
+    except BaseException as exc:
+        outcome = {"status": "fail", "witness": f"{type(exc).__name__}:runner",
+                   "error": f"{type(exc).__name__}: {exc}"[:2000]}
+    result.update(outcome)
+    result["duration_s"] = round(clock() - started, 4)
+    try:
+        data = dumps(result, default=str).encode()
+    except BaseException:
+        data = b'{"status": "fail", "witness": "Unserialisable:runner", "error": "result not serialisable"}'
+    real_write(wfd, len(data).to_bytes(8, "big") + data)
+    real_exit(0)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL this child when the zygote dies, so an interrupted run leaves no orphan."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the zygote died before the line above
+        os._exit(71)
+
+
+def _prepare(job: dict[str, Any]) -> None:
+    os.setsid()  # its own process group: a timeout kills everything it started
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    err = os.open(job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(err, 2)
+    os.chdir(job["cwd"])
+    # Bytecode is read from a fresh, empty, randomly named prefix and never written: a
+    # committed __pycache__ can never stand in for a source file, and no run plants a .pyc
+    # another run would load.
+    import tempfile
+
+    sys.pycache_prefix = tempfile.mkdtemp(prefix="pyc-", dir=job["pycache"])
+    sys.dont_write_bytecode = True
+    from hypothesis import configuration
+
+    configuration.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="home-", dir=job["home"]))
+
+
+# ---------------------------------------------------------------- the zygote
+
+
+def fork_one(job: dict[str, Any], state: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
+    """Fork a child for ``job``, wait for its message (or the timeout), reap it."""
+    rfd, wfd = os.pipe()
+    sys.stdout.flush()
+    zygote_pid = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        os.close(rfd)
+        _die_with_parent(zygote_pid)
+        try:
+            child(job, state, wfd)
+        finally:
+            os._exit(70)
+    os.close(wfd)
+    # Announce the child so the parent can kill its process group if it must stop early.
+    sys.stdout.write(json.dumps({"id": job["id"], "pid": pid}) + "\n")
+    sys.stdout.flush()
+    return _collect(pid, rfd, float(job["timeout"]))
+
+
+def _collect(pid: int, rfd: int, timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    pidfd = os.pidfd_open(pid)
+    buf = bytearray()
+    status: int | None = None
+    timed_out = False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([rfd, pidfd], [], [], left)
+            if rfd in ready:
+                chunk = os.read(rfd, 65536)
+                if chunk:
+                    buf += chunk
+                    if len(buf) > MSG_LIMIT:
+                        break
+                    continue
+                ready = [pidfd]  # EOF: the child is gone or closing
+            if pidfd in ready:
+                _, status = os.waitpid(pid, 0)
+                buf += _drain(rfd)
+                break
+    finally:
+        _killgroup(pid)
+        if status is None:
+            _, status = os.waitpid(pid, 0)
+        os.close(pidfd)
+        os.close(rfd)
+    return _outcome(bytes(buf), status, timed_out, timeout)
+
+
+def _drain(fd: int) -> bytes:
+    out = b""
+    while select.select([fd], [], [], 0)[0]:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def _killgroup(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _outcome(buf: bytes, status: int, timed_out: bool, timeout: float) -> dict[str, Any]:
+    if timed_out:
+        return {"status": "fail", "witness": "Timeout:runner", "error": f"timed out after {timeout:g}s"}
+    code = os.waitstatus_to_exitcode(status)
+    if len(buf) < 8:
+        return {"status": "fail", "witness": "Crash:runner",
+                "error": f"the run ended without a result (exit {code})"}
+    size = int.from_bytes(buf[:8], "big")
+    if len(buf) != 8 + size:  # a second message, or a torn one: never trusted
+        return {"status": "fail", "witness": "Crash:runner", "error": "the run wrote a malformed result"}
+    try:
+        result: dict[str, Any] = json.loads(buf[8:])
+    except ValueError:
+        return {"status": "fail", "witness": "Crash:runner", "error": "the run wrote a malformed result"}
+    if code != 0:
+        return {**result, "status": "fail", "witness": "Crash:runner",
+                "error": f"the run exited {code} after reporting {result.get('status')}"}
+    return result
+
+
+def zygote() -> None:
+    """Serve jobs from stdin until EOF; one JSON outcome line per job on stdout."""
+    from mergegate.runner.trusted import standins  # noqa: F401 - loaded once, before any fork
+    from mergegate.runner.unsealed import worker
+
+    state = worker.zygote_state()
+    out = sys.stdout
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        try:
+            outcome = fork_one(job, state)
+        except Exception as exc:
+            outcome = {"status": "fail", "witness": "Crash:runner", "error": f"fork failed: {exc}"}
+        out.write(json.dumps({"id": job["id"], **outcome}) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    sys.path.extend(sys.argv[1:])  # the gate's own site-packages and package root, given by the parent
+    zygote()

@@ -1,0 +1,481 @@
+"""Stand-ins for production code inside the trusted evaluator.
+
+An import finder, first on ``sys.meta_path``, claims every production name: the
+oracle gets a stand-in module whose attributes, functions, classes and objects
+forward to the subject over the call protocol.  No production file is ever
+opened here, and an installed copy of the project is never reached: the finder
+answers before any path is searched.
+
+What comes back is decoded into this process's own types (``codec.decode``);
+everything else is a ``Remote`` handle.  A production exception arrives as the
+builtin exception of the same name, or as a ``ProductionError`` subclass named
+after its type, never as one of Hypothesis's or pytest's control exceptions.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib.abc
+import importlib.machinery
+import inspect
+import socket
+import sys
+import types
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal
+
+from mergegate.runner.protocol import codec, wire
+
+
+class ProductionError(Exception):
+    """Production code raised an exception that is not a builtin one (its type is in ``remote_type``)."""
+
+    remote_type = "?"
+
+    def __getattr__(self, name: str) -> Any:
+        obj = self.__dict__.get("_gate_obj")
+        if obj is None or name.startswith("_gate"):
+            raise AttributeError(name)
+        return getattr(obj, name)
+
+
+class ProductionImportError(ImportError):
+    """A production module failed to import in the subject: production's failure, not the oracle's."""
+
+
+class SealedCallError(TypeError):
+    """A value cannot cross the boundary, or the protocol broke; the message names the fix."""
+
+
+class SubjectGone(BaseException):
+    """The subject process ended (or could not be reached): the run ends here, as a crash.
+
+    A BaseException, so Hypothesis stops at once instead of replaying examples
+    against a process that no longer exists; the evaluator reports ``Crash:subject``.
+    """
+
+
+# Exceptions that must reach the property even if production code catches them in a callback:
+# the oracle's own verdict (assertions) and Hypothesis's control flow.
+STICKY: tuple[type[BaseException], ...] = (AssertionError,)
+
+
+def _is_sticky(exc: BaseException) -> bool:
+    if isinstance(exc, STICKY) or not isinstance(exc, Exception):
+        return True
+    return type(exc).__module__.startswith(("hypothesis", "_pytest", "pytest"))
+
+
+BUILTIN_EXCEPTIONS = {name: cls for name, cls in vars(builtins).items()
+                      if isinstance(cls, type) and issubclass(cls, Exception)
+                      and not issubclass(cls, BaseExceptionGroup)}
+
+
+class Channel:
+    """The evaluator's connection to one subject process (made on first use)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.endpoint: wire.Endpoint | None = None
+        self.proxies: dict[int, Any] = {}
+        self.callbacks: list[Callable[..., Any]] = []
+        self.callback_ids: dict[int, int] = {}
+        self.sticky: list[BaseException] = []
+        self.calls = 0
+
+    # -- the connection
+
+    def _endpoint(self) -> wire.Endpoint:
+        if self.endpoint is None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(self.path)
+            except OSError as exc:
+                sock.close()
+                raise SubjectGone(f"cannot reach the subject process: {exc}") from None
+            self.endpoint = wire.Endpoint(sock, self._serve_callback)
+        return self.endpoint
+
+    def request(self, *message: Any) -> Any:
+        self.calls += 1
+        try:
+            reply = self._endpoint().request(list(message))
+        except wire.ChannelClosed:
+            raise SubjectGone("the subject process ended during a call (crashed, exited or was killed)") from None
+        except codec.CodecError as exc:
+            raise SealedCallError(f"the subject sent a malformed reply: {exc}") from None
+        except OSError as exc:
+            raise SubjectGone(f"the channel to the subject failed: {exc}") from None
+        self._raise_sticky()
+        return self._result(reply)
+
+    def _raise_sticky(self) -> None:
+        if self.sticky:
+            exc = self.sticky.pop(0)
+            self.sticky.clear()
+            raise exc
+
+    def _result(self, reply: list[Any]) -> Any:
+        if reply[0] == "ok" and len(reply) >= 2:
+            return self.dec(reply[1]), (reply[2] if len(reply) > 2 else None)
+        if reply[0] == "err" and len(reply) == 6:
+            raise self._exception(reply)
+        raise SealedCallError(f"the subject sent a malformed reply: {str(reply)[:120]}")
+
+    # -- values
+
+    def enc(self, value: Any) -> Any:
+        try:
+            return codec.encode(value, self._ref)
+        except codec.CodecError as exc:
+            raise SealedCallError(f"{exc}; sealed calls carry plain data, production objects and callables "
+                                  "(or mark the property isolation: shared)") from None
+
+    def _ref(self, obj: Any) -> list[Any]:
+        builtin = codec.builtin_type(obj)
+        if builtin is not None:
+            return builtin
+        ref = _remote_id(obj)
+        if ref is not None:
+            if ref[0] is not self:
+                raise codec.CodecError("a production object from another subject")
+            return ["h", ref[1]]
+        if callable(obj) and not isinstance(obj, type):
+            key = id(obj)
+            number = self.callback_ids.get(key)
+            if number is None:
+                number = self.callback_ids[key] = len(self.callbacks)
+                self.callbacks.append(obj)
+            return ["cb", number]
+        raise codec.CodecError(f"cannot pass a {type(obj).__qualname__} to production code")
+
+    def dec(self, data: Any) -> Any:
+        try:
+            return codec.decode(data, self._resolve)
+        except codec.CodecError as exc:
+            raise SealedCallError(f"the subject sent a malformed value: {exc}") from None
+
+    def _resolve(self, data: list[Any]) -> Any:
+        if data[0] == "h" and len(data) == 2 and data[1] in self.proxies:
+            return self.proxies[data[1]]
+        if data[0] == "H" and len(data) == 3 and type(data[1]) is int and type(data[2]) is list:
+            proxy = self.proxies.get(data[1])
+            if proxy is None:
+                proxy = self.proxies[data[1]] = _make_proxy(self, data[1], data[2])
+            return proxy
+        raise codec.CodecError(f"unknown reference {str(data)[:80]}")
+
+    def _exception(self, reply: list[Any]) -> BaseException:
+        _tag, qualname, builtin_name, cls_ref, message, obj_ref = reply
+        message = str(message)
+        if cls_ref is None:
+            cls = BUILTIN_EXCEPTIONS.get(builtin_name) if builtin_name == qualname else None
+            if cls is not None:
+                try:
+                    return cls(message)
+                except Exception:  # a builtin whose constructor wants more: fall through
+                    pass
+            exc = ProductionError(f"{qualname}: {message}")
+            exc.remote_type = str(qualname)
+            return exc
+        cls = self.dec(cls_ref)
+        if not (isinstance(cls, type) and issubclass(cls, ProductionError)):
+            return ProductionError(f"{qualname}: {message}")
+        raised: BaseException = type.__call__(cls, message)
+        if obj_ref is not None:
+            raised.__dict__["_gate_obj"] = self.dec(obj_ref)
+        return raised
+
+    # -- callbacks: production calling an oracle callable
+
+    def _serve_callback(self, message: list[Any]) -> list[Any]:
+        if message[0] != "callback" or len(message) != 4 or type(message[1]) is not int \
+                or not 0 <= message[1] < len(self.callbacks):
+            return ["err", "ValueError", "the subject asked for an unknown callback"]
+        fn = self.callbacks[message[1]]
+        try:
+            args, kwargs = self.dec(message[2]), self.dec(message[3])
+            if type(args) is not list or type(kwargs) is not dict or not all(type(k) is str for k in kwargs):
+                raise SealedCallError("malformed callback arguments")
+            result = fn(*args, **kwargs)
+            return ["ok", self.enc(result)]
+        except BaseException as exc:
+            if _is_sticky(exc):
+                # Production may catch what it is told, but the property's own verdict stands.
+                self.sticky.append(exc)
+            return ["err", type(exc).__name__ if type(exc).__name__ in BUILTIN_EXCEPTIONS else "Exception",
+                    str(exc)[:2000]]
+
+    # -- the operations the stand-ins use
+
+    def call(self, target: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        value, updates = self.request("call", self.enc(target), self.enc(list(args)), self.enc(kwargs))
+        if updates:
+            _copy_back(self, args, kwargs, updates)
+        return value
+
+    def op(self, name: str, *args: Any) -> Any:
+        return self.request("op", name, self.enc(list(args)))[0]
+
+    def getattr(self, target: Any, name: str) -> Any:
+        return self.request("getattr", self.enc(target), name)[0]
+
+
+MUTABLE: tuple[type, ...] = (list, dict, set, bytearray)
+
+
+def _copy_back(ch: Channel, args: Sequence[Any], kwargs: dict[str, Any], updates: Any) -> None:
+    """Value-result semantics: a list, dict, set or bytearray argument takes the state production left."""
+    if type(updates) is not list:
+        raise SealedCallError("the subject sent malformed argument updates")
+    for item in updates:
+        if type(item) is not list or len(item) != 2:
+            raise SealedCallError("the subject sent malformed argument updates")
+        key, data = item
+        if type(key) is int and 0 <= key < len(args):
+            target = args[key]
+        elif type(key) is str and key in kwargs:
+            target = kwargs[key]
+        else:
+            raise SealedCallError("the subject updated an argument it was not given")
+        value = ch.dec(data)
+        if type(target) is not type(value) or type(target) not in MUTABLE:
+            raise SealedCallError("the subject changed an argument's type")
+        if isinstance(target, dict):
+            target.clear()
+            target.update(value)
+        elif isinstance(target, set):
+            target.clear()
+            target |= value
+        else:
+            target[:] = value
+
+
+# ---------------------------------------------------------------- proxies
+
+
+def _remote_id(obj: Any) -> tuple[Channel, int] | None:
+    if type(obj) is Remote or type(obj) is RemoteModule:
+        return object.__getattribute__(obj, "_gate_ref")  # type: ignore[no-any-return]
+    if isinstance(obj, RemoteType):
+        return type.__getattribute__(obj, "_gate_ref")  # type: ignore[no-any-return]
+    return None
+
+
+def _ch(obj: Any) -> Channel:
+    ref = _remote_id(obj)
+    assert ref is not None
+    return ref[0]
+
+
+class Remote:
+    """An opaque handle to an object that stays in the subject; every use is a request."""
+
+    __slots__ = ("__weakref__", "_gate_ref")
+
+    def __getattr__(self, name: str) -> Any:
+        return _ch(self).getattr(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _ch(self).request("setattr", _ch(self).enc(self), name, _ch(self).enc(value))
+
+    def __delattr__(self, name: str) -> None:
+        _ch(self).request("delattr", _ch(self).enc(self), name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _ch(self).call(self, args, kwargs)
+
+    def __repr__(self) -> str:
+        text = _ch(self).op("repr", self)
+        return text if type(text) is str else "<production object>"
+
+    def __str__(self) -> str:
+        text = _ch(self).op("str", self)
+        return text if type(text) is str else "<production object>"
+
+    def __hash__(self) -> int:
+        value = _ch(self).op("hash", self)
+        if type(value) is not int:
+            raise TypeError("production returned a non-integer hash")
+        return value
+
+    def __bool__(self) -> bool:
+        return _ch(self).op("bool", self) is True
+
+    def __len__(self) -> int:
+        value = _ch(self).op("len", self)
+        if type(value) is not int or value < 0:
+            raise TypeError("production returned a bad length")
+        return value
+
+    def __iter__(self) -> Any:
+        return _ch(self).op("iter", self)
+
+    def __next__(self) -> Any:
+        return _ch(self).op("next", self)
+
+    def __enter__(self) -> Any:
+        return _ch(self).op("enter", self)
+
+    def __exit__(self, *exc: object) -> Literal[False]:
+        # Production is told the block ended, never what the property raised, and it can
+        # never swallow that exception: the property's verdict is not production's to change.
+        _ch(self).op("exit", self)
+        return False
+
+    def __signature__(self) -> inspect.Signature:  # replaced by a property below
+        raise NotImplementedError
+
+
+def _signature(self: Any) -> inspect.Signature:
+    ch = _ch(self)
+    params = ch.request("signature", ch.enc(self))[0]
+    out = []
+    for name, kind, has_default, default in params:
+        extra = {"default": ch.dec(default) if has_default else None} if has_default else {}
+        out.append(inspect.Parameter(str(name), inspect._ParameterKind(int(kind)), **extra))
+    return inspect.Signature(out)
+
+
+Remote.__signature__ = property(_signature)  # type: ignore[assignment,method-assign]
+
+
+def _forward(name: str, reflected: bool = False) -> Callable[..., Any]:
+    def method(self: Any, *args: Any) -> Any:
+        return _ch(self).op(name, *args, self) if reflected else _ch(self).op(name, self, *args)
+    return method
+
+
+_BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift", "rshift",
+           "and", "or", "xor")
+for _name in _BINARY:
+    _op = _name + "_" if _name in ("and", "or") else _name
+    setattr(Remote, f"__{_name}__", _forward(_op))
+    setattr(Remote, f"__r{_name}__", _forward(_op, reflected=True))
+    setattr(Remote, f"__i{_name}__", _forward("i" + _name))
+for _name in ("eq", "ne", "lt", "le", "gt", "ge", "neg", "pos", "abs", "invert", "index", "getitem",
+              "setitem", "delitem", "int", "float", "complex", "format", "round", "bytes"):
+    setattr(Remote, f"__{_name}__", _forward(_name))
+setattr(Remote, "__contains__", lambda self, item: _ch(self).op("contains", self, item) is True)  # noqa: B010
+setattr(Remote, "__divmod__", _forward("divmod"))  # noqa: B010
+setattr(Remote, "__rdivmod__", _forward("divmod", reflected=True))  # noqa: B010
+setattr(Remote, "__dir__", lambda self: list(_ch(self).op("dir", self)))  # noqa: B010
+
+
+class RemoteType(type):
+    """The metaclass of stand-ins for production classes: construction, attributes, checks forward."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _ch(cls).call(cls, args, kwargs)
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__") and name not in ("__members__", "__annotations__"):
+            raise AttributeError(name)  # Python's own probes (e.g. __set_name__) stay local
+        return _ch(cls).getattr(cls, name)
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return _ch(cls).op("isinstance", obj, cls) is True
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        if isinstance(sub, RemoteType):
+            return _ch(cls).op("issubclass", sub, cls) is True
+        return type.__subclasscheck__(cls, sub)
+
+    def __iter__(cls) -> Any:
+        return _ch(cls).op("iter", cls)
+
+    def __len__(cls) -> int:
+        return int(_ch(cls).op("len", cls))
+
+    def __getitem__(cls, key: Any) -> Any:
+        return _ch(cls).op("getitem", cls, key)
+
+    def __contains__(cls, item: Any) -> bool:
+        return _ch(cls).op("contains", cls, item) is True
+
+    def __repr__(cls) -> str:
+        return f"<production class {type.__getattribute__(cls, '__qualname__')}>"
+
+
+class RemoteModule(types.ModuleType):
+    """A stand-in for a production module: attribute reads forward (nothing is cached)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _ch(self).getattr(self, name)
+
+
+def _make_proxy(ch: Channel, number: int, desc: list[Any]) -> Any:
+    kind = desc[0] if desc and type(desc[0]) is str else "object"
+    if kind == "module" and len(desc) == 2 and type(desc[1]) is str:
+        existing = sys.modules.get(desc[1])
+        if type(existing) is RemoteModule and _remote_id(existing) == (ch, number):
+            return existing
+        module = RemoteModule(desc[1])
+        object.__setattr__(module, "_gate_ref", (ch, number))
+        return module
+    if kind in ("class", "exception") and len(desc) >= 3 and all(type(d) is str for d in desc[1:3]):
+        bases: tuple[type, ...] = (object,)
+        if kind == "exception" and len(desc) == 4 and type(desc[3]) is list:
+            bases = _exception_bases(desc[3])
+        name = desc[1].rpartition(".")[2] or "Production"
+        cls = RemoteType(name, bases, {"__qualname__": desc[1], "__module__": desc[2], "_gate_ref": (ch, number),
+                                        "remote_type": desc[1]})
+        return cls
+    proxy = object.__new__(Remote)
+    object.__setattr__(proxy, "_gate_ref", (ch, number))
+    return proxy
+
+
+def _exception_bases(names: Iterable[Any]) -> tuple[type, ...]:
+    """(the nearest builtin exception, ProductionError): ``except ValueError`` still matches."""
+    for name in names:
+        cls = BUILTIN_EXCEPTIONS.get(name) if type(name) is str else None
+        if cls is not None and cls is not Exception:
+            try:
+                type("probe", (cls, ProductionError), {})
+            except TypeError:
+                continue
+            return (cls, ProductionError)
+    return (ProductionError,)
+
+
+# ---------------------------------------------------------------- the import finder
+
+
+class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Claims the production names; each import is a request to the subject."""
+
+    def __init__(self, names: Iterable[str], channel: Channel) -> None:
+        self.names = frozenset(names)
+        self.channel = channel
+
+    def claims(self, fullname: str) -> bool:
+        return fullname.partition(".")[0] in self.names
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if not self.claims(fullname):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        try:
+            module = self.channel.request("import", spec.name)[0]
+        except Exception as exc:
+            raise ProductionImportError(f"production module {spec.name} failed to import in the subject: "
+                                        f"{type(exc).__name__}: {exc}", name=spec.name) from None
+        if type(module) is not RemoteModule:
+            raise ProductionImportError(f"the subject did not answer the import of {spec.name} with a module",
+                                        name=spec.name)
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.__path__ = []  # a package for the import system: submodules come through this finder too
+
+
+def install(names: Iterable[str], socket_path: str) -> Finder:
+    """Put the finder first on ``sys.meta_path``; nothing is contacted until an import needs it."""
+    finder = Finder(names, Channel(socket_path))
+    sys.meta_path.insert(0, finder)
+    return finder
