@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +39,7 @@ from mergegate.verdicts import Combined
 REVIEW = "review"
 MANIFEST_MISMATCH = "manifest_mismatch"
 INDEPENDENCE = "independence"
+UNSEALED_PASS = "unsealed_pass"
 
 
 @dataclass(frozen=True)
@@ -197,8 +198,18 @@ def _differential(o: Outcome, pair: diffrun.Pair, policy: Policy, base_ledger: l
     final, reason = combined.decision, combined.reason
     if o.score is not None and o.score.verdict == scorecard.REVIEW and final != verdicts.REJECT:
         final, reason = REVIEW, ",".join(o.score.reasons)
+    if final == verdicts.ADMIT and o.agent and policy.runner.unsealed_pass == REVIEW \
+            and unsealed_passes(results, pair.head_rows):
+        # The pass came from a run where production shared the property's process: a person looks.
+        final, reason = REVIEW, UNSEALED_PASS
     return _with(o, pair=pair, oracle_edited=edited, verdicts=results, combined=combined,
                  differential=decision, decision=final, reason=reason)
+
+
+def unsealed_passes(results: Sequence[unified.PropertyVerdict], head_rows: Sequence[runner.Row]) -> list[str]:
+    """Properties whose pass rests on a head run that was not sealed (``isolation: shared``)."""
+    passed = {v.prop for v in results if v.verdict == verdicts.PASS}
+    return sorted({r.prop for r in head_rows if r.prop in passed and r.isolation != runner.SEALED})
 
 
 def _touched(o: Outcome) -> tuple[str, ...]:

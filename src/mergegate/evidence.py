@@ -74,7 +74,20 @@ def decision_json(o: Outcome) -> dict[str, Any]:
     }
     if o.pair is not None:
         data["fixture_digest"] = o.pair.contract["fixture_digest"]
+        data["runs"] = run_modes(o)
     return data
+
+
+def run_modes(o: Outcome) -> dict[str, dict[str, list[str]]]:
+    """How each property ran on each side: isolation (sealed | shared) and containment (bwrap | none)."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for side, rows in (("base", o.pair.base_rows if o.pair else ()), ("head", o.pair.head_rows if o.pair else ())):
+        for r in rows:
+            modes = out.setdefault(r.prop, {}).setdefault(side, [])
+            mode = f"{r.isolation or 'unknown'}/{r.containment or 'unknown'}"
+            if mode not in modes:
+                modes.append(mode)
+    return out
 
 
 def write_packet(o: Outcome, directory: str | Path) -> Path:
@@ -125,7 +138,12 @@ def _detail(o: Outcome, v: Any) -> str:
     if v.review:
         parts.append("flag for spec review")
     if o.pair is not None:
-        fails = [r for r in (*o.pair.base_rows, *o.pair.head_rows) if r.prop == v.prop and r.status == "fail"]
+        mine = [r for r in (*o.pair.base_rows, *o.pair.head_rows) if r.prop == v.prop]
+        if any(r.isolation != runner.SEALED for r in mine):
+            parts.append("unsealed (isolation: shared)")
+        elif any(r.containment == "none" for r in mine):
+            parts.append("uncontained (no bubblewrap)")
+        fails = [r for r in mine if r.status == "fail"]
         if fails:
             error = (fails[0].error or "").strip()
             same = error.rstrip(":") == fails[0].witness.split(":")[0]  # a bare "AssertionError:"

@@ -158,7 +158,8 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
                 row = rowlib.make_row(
                     spec.prop, seed, out, policy, spec_hash=spec.spec_hash, closure=closures[(tree.root, spec.prop.id)],
                     fixture_digest=tree.fixture_digest, roots=[str(tree.root), str(root)],
-                    isolation=job["isolation"], containment=subject.containment if subject else sandbox.NONE)
+                    isolation=job["isolation"],
+                    containment=subject.containment if subject and job["isolation"] == rowlib.SEALED else sandbox.NONE)
                 if progress is not None:
                     progress(tasks[index], row)
                 return row

@@ -64,7 +64,7 @@ def encode(value: Any, other: Other, depth: int = 0) -> Any:
     for base, enc in _SUBCLASS_ENCODERS:
         if issubclass(kind, base):  # the real type: a spoofed __class__ does not count
             return enc(value, other, depth + 1)
-    return other(value)
+    return builtin_type(value) or other(value)
 
 
 def _items(values: Any, other: Other, depth: int) -> list[Any]:

@@ -74,9 +74,6 @@ class Session:
     # -- values
 
     def ref(self, obj: Any) -> list[Any]:
-        builtin: list[Any] | None = self.codec.builtin_type(obj)
-        if builtin is not None:
-            return builtin
         key = id(obj)
         handle = self.ids.get(key)
         if handle is not None:

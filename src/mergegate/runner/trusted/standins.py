@@ -132,9 +132,6 @@ class Channel:
                                   "(or mark the property isolation: shared)") from None
 
     def _ref(self, obj: Any) -> list[Any]:
-        builtin = codec.builtin_type(obj)
-        if builtin is not None:
-            return builtin
         ref = _remote_id(obj)
         if ref is not None:
             if ref[0] is not self:

@@ -1,0 +1,78 @@
+"""``gate catalog check``: run each property sealed and shared on the trusted revision; do they agree?
+
+A property that cannot run sealed (it needs production objects in its own
+process) is marked ``isolation: shared`` by a person.  This command tells which
+properties give the same rows both ways, so that choice is made on evidence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from collections.abc import Sequence
+
+from mergegate import diffrun, gitio, repo, runner
+from mergegate.commands.run import parse_seeds
+from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    check = sub.add_parser("check", help="run every property sealed and shared on a revision and compare")
+    check.add_argument("--rev", default="HEAD", help="the revision to run (default: HEAD)")
+    check.add_argument("--seeds", help="comma-separated seeds (default: gate.yaml verdict.seeds)")
+    check.add_argument("--only", action="append", default=[], metavar="ID", help="only this property")
+    check.add_argument("--json", action="store_true", help="one JSON object per property")
+    check.add_argument("-j", "--jobs", type=int, help="processes in parallel")
+
+
+def run(args: argparse.Namespace) -> int:
+    rev = gitio.must_resolve(args.rev)
+    policy = repo.load_policy(rev)
+    _cat, specs = runner.load_specs(rev, policy)
+    if args.only:
+        unknown = sorted(set(args.only) - {s.prop.id for s in specs})
+        if unknown:
+            raise UsageError(f"no property {unknown[0]!r} in the catalog", "pass an id from oracles/catalog")
+        specs = [s for s in specs if s.prop.id in args.only]
+    seeds = parse_seeds(args.seeds) if args.seeds else policy.verdict.seeds
+    both = [_as(s, mode) for s in specs for mode in (runner.SEALED, runner.SHARED)]
+    with diffrun.worktrees([rev]) as (tree_dir,):
+        tree = runner.tree_info(tree_dir, policy, "trusted")
+        rows = runner.run_tasks([(tree, spec, seed) for spec, seed in runner.plan(both, seeds)], policy, args.jobs)
+    results = [compare(s.prop.id, s.prop.isolation, rows) for s in specs]
+    for result in results:
+        print(json.dumps(result, sort_keys=True) if args.json else _line(result))
+    disagree = [r["prop"] for r in results if not r["agree"]]
+    if not args.json:
+        print(f"{len(results) - len(disagree)} of {len(results)} properties agree sealed and shared")
+    return EXIT_NO if disagree else EXIT_OK
+
+
+def _as(spec: runner.Spec, mode: str) -> runner.Spec:
+    return dataclasses.replace(spec, prop=dataclasses.replace(spec.prop, isolation=mode))
+
+
+def compare(prop: str, catalogued: str, rows: Sequence[runner.Row]) -> dict[str, object]:
+    """Per seed, the (status, witness) of both modes; they agree when every seed matches."""
+    by_mode: dict[str, dict[int, tuple[str, str]]] = {runner.SEALED: {}, runner.SHARED: {}}
+    for r in rows:
+        if r.prop == prop:
+            by_mode[r.isolation][r.seed] = (r.status, r.witness)
+    sealed, shared = by_mode[runner.SEALED], by_mode[runner.SHARED]
+    return {"prop": prop, "catalog": catalogued, "agree": sealed == shared,
+            "sealed": {str(k): list(v) for k, v in sorted(sealed.items())},
+            "shared": {str(k): list(v) for k, v in sorted(shared.items())}}
+
+
+def _line(result: dict[str, object]) -> str:
+    def summary(mode: str) -> str:
+        runs = result[mode]
+        assert isinstance(runs, dict)
+        fails = [f"{seed}:{witness}" for seed, (status, witness) in runs.items() if status != "pass"]
+        return "pass" if not fails else "fail " + ", ".join(fails)
+
+    verdict = "agree   " if result["agree"] else "DISAGREE"
+    return (f"{verdict} {result['prop']}  (catalog: isolation {result['catalog']})  "
+            f"sealed: {summary('sealed')}  shared: {summary('shared')}")

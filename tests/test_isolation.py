@@ -1,0 +1,153 @@
+"""Isolation and containment choices: ``isolation: shared``, ``unsealed_pass``, ``gate catalog check``,
+``runner.containment``; every row says how it ran."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import AGENT, commit, gate, git, init_repo, sign_and_commit
+from tests.test_runner import BROKEN_TAX, catalog_entry, project_files
+
+# Needs production objects in its own process: a list read off a production object is a copy when sealed.
+IDENTITY = '''\
+from hypothesis import given
+from hypothesis import strategies as st
+from shop.cart import Cart
+
+
+@given(st.integers(0, 5))
+def test_items_alias(n):
+    cart = Cart()
+    for i in range(n):
+        cart.items.append(i)
+    assert len(cart.items) == n
+'''
+CART = "class Cart:\n    def __init__(self):\n        self.items = []\n"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = init_repo(tmp_path_factory.mktemp("iso"))
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["oracles/properties/test_cart.py"] = IDENTITY
+    files["oracles/catalog/prop.cart.yaml"] = catalog_entry("prop.cart", "test_items_alias", isolation="shared",
+                                                            file="oracles/properties/test_cart.py")
+    files["src/shop/cart.py"] = CART
+    files["oracles/catalog/claimed.yaml"] = "claimed: [prop.order_total, prop.tax_round, prop.bulk_discount]\n"
+    sign_and_commit(path, files, "the shop")
+    git(path, "branch", "-f", "sealed")
+    entry = (path / "oracles/catalog/prop.tax_round.yaml").read_text() + "isolation: shared\n"
+    sign_and_commit(path, {"oracles/catalog/prop.tax_round.yaml": entry}, "tax_round runs shared")
+    return path
+
+
+def check(repo: Path, base: str, head: str) -> tuple[int, dict[str, object]]:
+    proc = gate(repo, "check", "--base", base, "--head", head, "--json")
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_catalog_check_finds_the_property_that_cannot_run_sealed(repo: Path) -> None:
+    proc = gate(repo, "catalog", "check", "--json", "--seeds", "11")
+    assert proc.returncode == 1, proc.stderr
+    results = {r["prop"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert results["prop.cart"]["agree"] is False and results["prop.cart"]["catalog"] == "shared"
+    assert results["prop.cart"]["shared"] == {"11": ["pass", ""]}
+    assert results["prop.cart"]["sealed"]["11"][0] == "fail"
+    assert all(results[p]["agree"] for p in ("prop.order_total", "prop.tax_round", "prop.bulk_discount"))
+    text = gate(repo, "catalog", "check", "--seeds", "11", "--only", "prop.tax_round")
+    assert text.returncode == 0 and "1 of 1 properties agree" in text.stdout
+
+
+def test_rows_record_isolation_and_containment(repo: Path, tmp_path: Path, bwrap_works: bool) -> None:
+    out = tmp_path / "rows.jsonl"
+    gate(repo, "run", "--rev", "HEAD", "--seeds", "11", "--out", str(out), "--only", "prop.tax_round",
+         "--only", "prop.order_total", check=0)
+    rows = {r["prop"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert (rows["prop.tax_round"]["isolation"], rows["prop.tax_round"]["containment"]) == ("shared", "none")
+    assert (rows["prop.order_total"]["isolation"], rows["prop.order_total"]["containment"]) == ("sealed", "bwrap")
+
+
+def test_an_agents_admit_resting_on_an_unsealed_pass_is_held_for_review(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD").stdout.strip()
+    head = commit(repo, {"src/shop/orders.py": (repo / "src/shop/orders.py").read_text() + "\n# tidy\n"},
+                  "tidy", env=AGENT)
+    person = commit(repo, {"src/shop/orders.py": (repo / "src/shop/orders.py").read_text() + "# more\n"}, "more")
+    try:
+        code, data = check(repo, base, head)
+        assert (code, data["decision"], data["reason"]) == (1, "review", "unsealed_pass")
+        assert data["runs"]["prop.tax_round"]["head"] == ["shared/none"]
+        code, data = check(repo, head, person)  # a person's patch: the pass stands
+        assert (code, data["decision"]) == (0, "admit")
+    finally:
+        git(repo, "reset", "-q", "--hard", base)
+
+
+def test_the_policy_may_admit_unsealed_passes(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD").stdout.strip()
+    policy = (repo / "gate.yaml").read_text() + "runner: {unsealed_pass: admit}\n"
+    trusted = sign_and_commit(repo, {"gate.yaml": policy}, "unsealed passes admit")
+    head = commit(repo, {"src/shop/orders.py": (repo / "src/shop/orders.py").read_text() + "\n# tidy\n"},
+                  "tidy", env=AGENT)
+    try:
+        code, data = check(repo, trusted, head)
+        assert (code, data["decision"]) == (0, "admit")
+    finally:
+        git(repo, "reset", "-q", "--hard", base)
+
+
+def test_a_shared_property_still_catches_a_regression(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD").stdout.strip()
+    head = commit(repo, {"src/shop/tax.py": BROKEN_TAX}, "break tax", env=AGENT)
+    try:
+        code, data = check(repo, base, head)
+        assert (code, data["decision"]) == (1, "reject")
+        assert {p["prop"]: p["reason"] for p in data["properties"]}["prop.tax_round"] == "regression"
+    finally:
+        git(repo, "reset", "-q", "--hard", base)
+
+
+def test_bad_isolation_and_runner_settings_are_one_line_errors(tmp_path: Path) -> None:
+    path = init_repo(tmp_path / "bad")
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["oracles/catalog/prop.tax_round.yaml"] = files["oracles/catalog/prop.tax_round.yaml"] + "isolation: apart\n"  # type: ignore[operator]
+    sign_and_commit(path, files, "bad isolation")
+    proc = gate(path, "run", "--rev", "HEAD", "--out", str(tmp_path / "o.jsonl"))
+    assert proc.returncode == 2
+    assert "prop.tax_round.yaml" in proc.stderr and "isolation: sealed" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    for setting, fix in (("containment: jail", "auto, bwrap, none"), ("memory_mb: -1", "positive"),
+                         ("unsealed_pass: maybe", "review, admit")):
+        policy = (path / "gate.yaml").read_text().split("runner:")[0] + f"runner: {{{setting}}}\n"
+        (path / "gate.yaml").write_text(policy)
+        git(path, "add", "gate.yaml")
+        git(path, "commit", "-q", "--no-verify", "-m", setting)
+        proc = gate(path, "run", "--rev", "HEAD", "--out", str(tmp_path / "o.jsonl"))
+        assert proc.returncode == 2 and "gate.yaml" in proc.stderr and fix in proc.stderr, proc.stderr
+
+
+def test_containment_bwrap_required_but_missing_is_a_usage_error(repo: Path, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    os.symlink(shutil.which("git") or "/usr/bin/git", bin_dir / "git")
+    base = git(repo, "rev-parse", "HEAD").stdout.strip()
+    policy = (repo / "gate.yaml").read_text() + "runner: {containment: bwrap}\n"
+    sign_and_commit(repo, {"gate.yaml": policy}, "bubblewrap required")
+    try:
+        proc = gate(repo, "run", "--rev", "HEAD", "--seeds", "11", "--only", "prop.order_total",
+                    "--out", str(tmp_path / "o.jsonl"), env={"PATH": str(bin_dir)})
+        assert proc.returncode == 2
+        assert "bubblewrap is not installed" in proc.stderr and "apt-get install bubblewrap" in proc.stderr
+        # auto: the run goes on uncontained, and every row says so
+        proc = gate(repo, "run", "--rev", "sealed", "--seeds", "11", "--only", "prop.order_total",
+                    "--out", str(tmp_path / "o.jsonl"), env={"PATH": str(bin_dir)})
+        assert proc.returncode == 0, proc.stderr
+        row = json.loads((tmp_path / "o.jsonl").read_text())
+        assert (row["isolation"], row["containment"], row["status"]) == ("sealed", "none", "pass")
+    finally:
+        git(repo, "reset", "-q", "--hard", base)

@@ -1,0 +1,368 @@
+"""The sealed call protocol: the codec, and stand-ins talking to a real subject process."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import fractions
+import json
+import math
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mergegate.runner.protocol import codec
+from mergegate.runner.subject import sandbox
+from mergegate.runner.trusted import standins
+
+# ---------------------------------------------------------------- the codec
+
+
+def no_refs(obj: Any) -> list[Any]:
+    raise codec.CodecError(f"not plain: {type(obj).__name__}")
+
+
+def no_resolve(data: list[Any]) -> Any:
+    raise codec.CodecError(f"unexpected reference {data[0]}")
+
+
+def roundtrip(value: Any) -> Any:
+    return codec.decode(codec.loads(codec.dumps(codec.encode(value, no_refs))), no_resolve)
+
+
+scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+           | st.binary() | st.decimals(allow_nan=False) | st.fractions() | st.complex_numbers(allow_nan=False)
+           | st.datetimes() | st.dates() | st.times() | st.timedeltas() | st.uuids())
+hashable = st.recursive(scalars, lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=3),
+                        max_leaves=8)
+plain = st.recursive(
+    scalars | hashable,
+    lambda inner: (st.lists(inner, max_size=4) | st.tuples(inner, inner) | st.dictionaries(hashable, inner, max_size=3)
+                   | st.sets(hashable, max_size=3) | st.builds(bytearray, st.binary())),
+    max_leaves=20,
+)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal values of exactly the same types, all the way down."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and a == 0:
+        return math.copysign(1, a) == math.copysign(1, b)
+    return bool(a == b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(plain)
+def test_plain_data_round_trips_with_its_exact_types(value: Any) -> None:
+    assert same(roundtrip(value), value)
+
+
+@pytest.mark.parametrize("value", [
+    float("nan"), float("inf"), -0.0, 2**200, -(2**70), "\udc80 lone surrogate", b"\x00\xff", ...,
+    range(1, 10, 3), slice(1, None, 2), uuid.UUID(int=5), dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+])
+def test_edge_values(value: Any) -> None:
+    out = roundtrip(value)
+    assert type(out) is type(value)
+    assert out == value or (isinstance(value, float) and math.isnan(value) and math.isnan(out))
+
+
+class EvilInt(int):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = int.__hash__
+
+
+class EvilStr(str):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+
+def test_subclasses_of_plain_types_arrive_as_the_plain_type() -> None:
+    """The evaluator's own types, so a comparison that always holds cannot cross."""
+    assert type(roundtrip(EvilInt(3))) is int and roundtrip(EvilInt(3)) != 4
+    assert type(roundtrip(EvilStr("a"))) is str and roundtrip(EvilStr("a")) != "b"
+    assert type(roundtrip(decimal.Decimal("1.5"))) is decimal.Decimal
+    point = roundtrip(__import__("collections").namedtuple("Point", "x y")(EvilInt(1), 2))
+    assert point == (1, 2) and point.x == 1 and type(point.x) is int
+
+
+@pytest.mark.parametrize("message", [
+    b"not json", b"[]", b'["zz", 1]', b'{"a": 1}', b'["I", "xyz"]', b'["I", "' + b"f" * 70000 + b'"]',
+    b'["d", 1]', b'["D", 5]', b'["B", "os"]', b'["nt", "P", ["x"], 1, 2]', b"[" * 100000 + b"]" * 100000,
+    b'["dt", "not a date"]', b'["F", 1, 0]', b'["c", "x", 1]', b'["r", 1, "a"]', b'["s", ["l"]]',
+])
+def test_malformed_messages_are_codec_errors(message: bytes) -> None:
+    with pytest.raises(codec.CodecError):
+        codec.decode(codec.loads(message), no_resolve)
+
+
+def test_recursive_and_overdeep_values_are_refused() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(codec.CodecError, match="deeper"):
+        codec.encode(loop, no_refs)
+    deep: Any = 0
+    for _ in range(codec.MAX_DEPTH + 5):
+        deep = [deep]
+    with pytest.raises(codec.CodecError):
+        roundtrip(deep)
+
+
+def test_other_objects_go_to_the_reference_encoder() -> None:
+    class Thing:
+        pass
+
+    assert codec.encode([Thing()], lambda o: ["h", 7]) == ["l", ["h", 7]]
+    assert codec.encode(int, no_refs) == ["B", "int"]
+
+
+# ---------------------------------------------------------------- stand-ins against a real subject
+
+PRODUCTION = '''
+import contextlib, os, sys
+
+class Money(int):
+    def __eq__(self, other):
+        return True
+    __hash__ = int.__hash__
+
+class Order:
+    def __init__(self, total):
+        self.total = total
+        self.items = []
+    def add(self, x):
+        self.items.append(x)
+        return self
+    def __len__(self):
+        return len(self.items)
+    def __eq__(self, other):
+        return True
+    __hash__ = object.__hash__
+
+class InvalidOrder(ValueError):
+    def __init__(self, msg, code=7):
+        super().__init__(msg)
+        self.code = code
+
+class Custom(Exception):
+    pass
+
+def money(n):
+    return Money(n)
+
+def fail(kind):
+    if kind == "value":
+        raise ValueError("bad value")
+    if kind == "invalid":
+        raise InvalidOrder("nope", code=42)
+    if kind == "custom":
+        raise Custom("mine")
+    if kind == "exit":
+        raise SystemExit(0)
+    if kind == "interrupt":
+        raise KeyboardInterrupt()
+    if kind == "assert":
+        raise AssertionError("production assert")
+
+def sort_in_place(xs):
+    xs.sort()
+    return None
+
+def apply(fn, values):
+    return [fn(v) for v in values]
+
+def swallow(fn):
+    try:
+        fn()
+    except BaseException:
+        pass
+    return "swallowed"
+
+@contextlib.contextmanager
+def suppressing():
+    try:
+        yield "inside"
+    except BaseException:
+        pass
+
+def gen(n):
+    yield from range(n)
+
+def same(a, b):
+    return a is b
+
+def where():
+    return {"pid": os.getpid(), "cwd": os.getcwd(), "path": sys.path[:]}
+
+SINGLETON = Order(1)
+'''
+
+
+@pytest.fixture(scope="module")
+def subject(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Subject]:
+    tree = tmp_path_factory.mktemp("tree")
+    (tree / "src").mkdir()
+    (tree / "src" / "prodmod.py").write_text(PRODUCTION)
+    scratch = tmp_path_factory.mktemp("scratch")
+    spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), preload=("prodmod",))
+    subj = sandbox.Subject(spec, sandbox.choose("auto"), scratch, "t")
+    yield subj
+    subj.close()
+
+
+@pytest.fixture
+def prod(subject: sandbox.Subject) -> Any:
+    """A fresh connection (a fresh subject child) and the stand-in for ``prodmod``."""
+    channel = standins.Channel(subject.socket_path)
+    return channel.request("import", "prodmod")[0]
+
+
+def test_results_are_the_evaluators_own_types(prod: Any) -> None:
+    value = prod.money(5)
+    assert type(value) is int and value == 5 and value != 6  # Money.__eq__ stayed in the subject
+
+
+def test_objects_are_handles_with_forwarded_attributes_and_methods(prod: Any) -> None:
+    order = prod.Order(10)
+    assert type(order) is standins.Remote
+    assert order.total == 10 and len(order) == 0
+    assert order.add(3) is order  # the same remote object is the same stand-in
+    assert order.items == [3] and len(order) == 1
+    order.total = 11
+    assert order.total == 11
+    assert isinstance(order, prod.Order) and not isinstance(5, prod.Order)
+    assert prod.same(order, order) is True and prod.same(order, prod.Order(1)) is False
+    assert prod.SINGLETON is prod.SINGLETON
+
+
+def test_exceptions_arrive_as_builtins_or_production_errors(prod: Any) -> None:
+    with pytest.raises(ValueError, match="bad value"):
+        prod.fail("value")
+    with pytest.raises(ValueError) as caught:  # a production subclass of ValueError still matches
+        prod.fail("invalid")
+    assert isinstance(caught.value, standins.ProductionError) and caught.value.code == 42
+    with pytest.raises(prod.InvalidOrder):
+        prod.fail("invalid")
+    with pytest.raises(standins.ProductionError) as custom:
+        prod.fail("custom")
+    assert not isinstance(custom.value, ValueError)
+    for kind in ("exit", "interrupt"):  # never a control exception on the trusted side
+        with pytest.raises(standins.ProductionError):
+            prod.fail(kind)
+    with pytest.raises(AssertionError, match="production assert"):
+        prod.fail("assert")
+
+
+def test_mutable_arguments_take_the_state_production_left(prod: Any) -> None:
+    xs = [3, 1, 2]
+    assert prod.sort_in_place(xs) is None
+    assert xs == [1, 2, 3]
+
+
+def test_callbacks_run_on_the_trusted_side(prod: Any) -> None:
+    seen: list[int] = []
+
+    def double(v: int) -> int:
+        seen.append(v)
+        return v * 2
+
+    assert prod.apply(double, [1, 2]) == [2, 4] and seen == [1, 2]
+    assert prod.apply(str, [1]) == ["1"]  # a builtin type crosses by name
+
+
+def test_production_cannot_swallow_the_propertys_assertion(prod: Any) -> None:
+    def check() -> None:
+        raise AssertionError("the oracle's verdict")
+
+    with pytest.raises(AssertionError, match="the oracle's verdict"):
+        prod.swallow(check)
+    with pytest.raises(AssertionError, match="inside the block"), prod.suppressing() as value:
+        assert value == "inside"
+        raise AssertionError("inside the block")
+
+
+def test_iteration_is_forwarded(prod: Any) -> None:
+    assert list(prod.gen(4)) == [0, 1, 2, 3]
+
+
+def test_values_that_cannot_cross_are_clear_errors(prod: Any) -> None:
+    class Local:
+        pass
+
+    with pytest.raises(standins.SealedCallError, match=r"cannot pass a .*Local.*isolation: shared"):
+        prod.apply(len, Local())
+
+
+def test_each_connection_is_a_fresh_child_in_the_tree(prod: Any, subject: sandbox.Subject) -> None:
+    first = prod.where()
+    other = standins.Channel(subject.socket_path).request("import", "prodmod")[0].where()
+    assert first["pid"] != other["pid"]
+    assert first["cwd"] == subject.spec.tree
+    assert first["path"].index(subject.spec.prod_roots[0]) < len(first["path"])
+
+
+def test_a_production_name_resolving_outside_the_tree_is_an_import_error(subject: sandbox.Subject) -> None:
+    channel = standins.Channel(subject.socket_path)
+    with pytest.raises(ImportError, match="outside the tree under test"):
+        channel.request("import", "json")  # resolves to the standard library, not the tree
+
+
+def test_a_dead_subject_is_a_crash_not_a_hang(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "src").mkdir(parents=True)
+    (tree / "src" / "dies.py").write_text("import os\nos._exit(0)\n")
+    spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), preload=("dies",))
+    subj = sandbox.Subject(spec, sandbox.choose("auto"), tmp_path, "d")
+    try:
+        subj.proc.wait(timeout=20)
+        with pytest.raises(standins.SubjectGone):
+            standins.Channel(subj.socket_path).request("import", "dies")
+    finally:
+        subj.close()
+
+
+def test_malformed_replies_are_sealed_call_errors(tmp_path: Path) -> None:
+    """A subject that speaks garbage gets an error on the trusted side, never a value it chose."""
+    import socket
+    import threading
+
+    path = str(tmp_path / "s.sock")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen(1)
+    replies = [b"garbage!", json.dumps(["ok"]).encode(), json.dumps(["err", "x"]).encode()]
+
+    def serve() -> None:
+        for reply in replies:
+            conn, _ = listener.accept()
+            conn.recv(65536)
+            conn.sendall(len(reply).to_bytes(4, "big") + reply)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    for _ in replies:
+        with pytest.raises(standins.SealedCallError):
+            standins.Channel(path).request("import", "x")
+    listener.close()
+    os.unlink(path)
+
+
+def test_fractions_and_decimals_cross_both_ways(prod: Any) -> None:
+    assert prod.apply(lambda v: v * 2, [fractions.Fraction(1, 3), decimal.Decimal("0.1")]) == [
+        fractions.Fraction(2, 3), decimal.Decimal("0.2")]

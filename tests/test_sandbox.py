@@ -1,0 +1,153 @@
+"""Containment of the subject: what production code can and cannot reach from its sandbox."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mergegate.runner.subject import sandbox
+from mergegate.runner.trusted import standins
+
+PROBES = '''
+import os, resource, socket, subprocess, sys, time
+
+def read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read(100).decode(errors="replace")
+    except OSError as exc:
+        return type(exc).__name__
+
+def write(path):
+    try:
+        with open(path, "w") as f:
+            f.write("x")
+        return "written"
+    except OSError as exc:
+        return type(exc).__name__
+
+def listdir(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError as exc:
+        return type(exc).__name__
+
+def connect(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return "connected"
+    except OSError as exc:
+        return type(exc).__name__
+
+def identity():
+    return {"uid": os.getuid(), "pid": os.getpid(), "env": dict(os.environ),
+            "as": resource.getrlimit(resource.RLIMIT_AS)[1]}
+
+def daemon(marker):
+    code = ("import os, time\\n"
+            f"while True:\\n    open({marker!r}, 'a').write('.')\\n    time.sleep(0.1)\\n")
+    subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return "started"
+'''
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    for rel, text in {"src/probes.py": PROBES, "oracles/properties/test_x.py": "SECRET_ORACLE = 1\n",
+                      "oracles/fixtures/rates.json": "{}\n", "notes.txt": "hello\n"}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+@pytest.fixture
+def probes(bwrap_works: bool, tree: Path, tmp_path: Path) -> Iterator[Any]:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),),
+                               masks=(str(tree / "oracles/properties"), str(tree / "oracles/fixtures")),
+                               preload=("probes",), limits=sandbox.Limits(memory_bytes=2 << 30))
+    subj = sandbox.Subject(spec, sandbox.BUBBLEWRAP, scratch, "p")
+    module = standins.Channel(subj.socket_path).request("import", "probes")[0]
+    module._gate_subject = subj  # for tests that stop it
+    yield module
+    subj.close()
+
+
+def test_the_tree_is_read_only_and_the_oracle_is_absent(probes: Any, tree: Path) -> None:
+    assert probes.read(str(tree / "notes.txt")) == "hello\n"
+    assert probes.write(str(tree / "notes.txt")) == "OSError"  # EROFS
+    assert probes.write(str(tree / "src" / "new.py")) == "OSError"
+    assert probes.listdir(str(tree / "oracles/properties")) == []
+    assert probes.read(str(tree / "oracles/fixtures/rates.json")) == "FileNotFoundError"
+    assert probes.read("/proc/self/cwd/oracles/fixtures/rates.json") == "FileNotFoundError"
+
+
+def test_nothing_of_the_gate_or_the_host_is_in_view(probes: Any, tree: Path, tmp_path: Path) -> None:
+    assert probes.listdir(str(tmp_path / "scratch")) == "FileNotFoundError"  # the gate's scratch, its socket
+    assert probes.listdir(str(Path(__file__).resolve().parents[1] / "tests")) == "FileNotFoundError"
+    home = probes.listdir(os.path.expanduser("~"))  # only what leads to the interpreter, if it lives there
+    assert home in ("FileNotFoundError", "PermissionError") or all(
+        any(d.startswith(os.path.join(os.path.expanduser("~"), e) + "/") for d in sandbox.python_dirs()) for e in home)
+    assert probes.read("/etc/shadow") == "FileNotFoundError"
+    tmp = probes.listdir("/tmp")  # a private /tmp: nothing but the way to the tree (when it lives there)
+    assert all(str(tree).startswith(f"/tmp/{e}/") for e in tmp)
+    assert probes.write("/tmp/scribble") == "written" and not Path("/tmp/scribble").exists()
+
+
+def test_no_network(probes: Any) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    try:
+        assert probes.connect(server.getsockname()[1]) == "ConnectionRefusedError"
+    finally:
+        server.close()
+
+
+def test_no_privileges_no_environment_and_limits(probes: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ident = probes.identity()
+    assert ident["uid"] == sandbox.SANDBOX_UID
+    assert ident["pid"] < 100  # its own PID namespace
+    assert set(ident["env"]) <= {"PATH", "HOME", "TMPDIR", "LANG", "PYTHONHASHSEED", "PWD"}
+    assert ident["as"] == 2 << 30
+
+
+def test_nothing_production_starts_outlives_the_subject(probes: Any, tree: Path, tmp_path: Path) -> None:
+    marker = "/tmp/marker"  # the sandbox's own /tmp: watch it through the daemon's effect instead
+    assert probes.daemon(marker) == "started"
+    time.sleep(0.5)
+    before = probes.read(marker)
+    assert before.startswith(".")
+    probes._gate_subject.close()
+    pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    leftovers = []
+    for pid in pids:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"open('/tmp/marker'" in cmdline:
+            leftovers.append(pid)
+    assert leftovers == []
+
+
+def test_bwrap_argv_is_pure_and_complete(tree: Path) -> None:
+    spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), masks=(str(tree / "oracles/properties"),))
+    argv = sandbox.bwrap_argv(spec, ["python"], python=["/opt/py"])
+    assert argv[:5] == ["bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
+    for flag in ("--cap-drop", "--disable-userns", "--clearenv", "--proc", "--dev"):
+        assert flag in argv
+    assert argv[argv.index(str(tree)) - 1] == "--ro-bind"
+    tmpfs = [argv[i + 1] for i, a in enumerate(argv) if a == "--tmpfs"]
+    assert str(tree / "oracles/properties") in tmpfs
+    assert argv.index(str(tree / "oracles/properties")) > argv.index(str(tree))  # masks after the tree
+    assert argv[-2:] == ["--", "python"]
