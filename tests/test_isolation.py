@@ -147,6 +147,7 @@ def test_containment_bwrap_required_but_missing_is_a_usage_error(repo: Path, tmp
         proc = gate(repo, "run", "--rev", "sealed", "--seeds", "11", "--only", "prop.order_total",
                     "--out", str(tmp_path / "o.jsonl"), env={"PATH": str(bin_dir)})
         assert proc.returncode == 0, proc.stderr
+        assert "warning: bubblewrap is not installed" in proc.stderr and "containment: none" in proc.stderr
         row = json.loads((tmp_path / "o.jsonl").read_text())
         assert (row["isolation"], row["containment"], row["status"]) == ("sealed", "none", "pass")
     finally:

@@ -151,3 +151,40 @@ def test_bwrap_argv_is_pure_and_complete(tree: Path) -> None:
     assert str(tree / "oracles/properties") in tmpfs
     assert argv.index(str(tree / "oracles/properties")) > argv.index(str(tree))  # masks after the tree
     assert argv[-2:] == ["--", "python"]
+
+
+BOMB = '''
+import os, time
+
+def forks(n):
+    made = 0
+    for _ in range(n):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            time.sleep(2)
+            os._exit(0)
+        made += 1
+    return made
+'''
+
+
+def test_production_cannot_fork_without_bound(bwrap_works: bool, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "src").mkdir(parents=True)
+    (tree / "src" / "bomb.py").write_text(BOMB)
+    spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), limits=sandbox.Limits(max_processes=30))
+    subj = sandbox.Subject(spec, sandbox.BUBBLEWRAP, tmp_path, "b")
+    try:
+        if os.geteuid() == 0 and subj.cgroup is None:
+            why = "running as root without a writable pids cgroup: nothing bounds the subject's processes"
+            if os.environ.get("CI") == "true":
+                pytest.fail(why)
+            pytest.skip(why)
+        made = standins.Channel(subj.socket_path).request("import", "bomb")[0].forks(200)
+        assert 0 < made < 30
+    finally:
+        subj.close()
+    assert subj.cgroup is None or not subj.cgroup.exists()

@@ -10,6 +10,7 @@ stopped when the run ends, also on an interrupt.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -105,6 +106,9 @@ def _subjects(tasks: Sequence[Task], policy: Policy, scratch: Path) -> Iterator[
     with ExitStack() as stack:
         if trees:
             containment = sandbox.choose(policy.runner.containment)
+            if containment == sandbox.NONE and policy.runner.containment != sandbox.NONE:
+                print(f"gate: warning: {sandbox.probe()[2]}; production runs as a plain process group "
+                      "(rows say containment: none); fix: apt-get install bubblewrap", file=sys.stderr)
             preload = tuple(speclib.production_imports(sources, frozenset(names)))
             limits = sandbox.Limits(memory_bytes=policy.runner.memory_mb << 20,
                                     max_processes=policy.runner.max_processes,
