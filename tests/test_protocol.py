@@ -366,3 +366,11 @@ def test_malformed_replies_are_sealed_call_errors(tmp_path: Path) -> None:
 def test_fractions_and_decimals_cross_both_ways(prod: Any) -> None:
     assert prod.apply(lambda v: v * 2, [fractions.Fraction(1, 3), decimal.Decimal("0.1")]) == [
         fractions.Fraction(2, 3), decimal.Decimal("0.2")]
+
+
+def test_a_production_class_is_true_without_asking_production(prod: Any) -> None:
+    order, invalid = prod.Order, prod.InvalidOrder
+    channel = standins._ch(order)
+    calls = channel.calls
+    assert order and bool(invalid) and not not order  # noqa: SIM208
+    assert channel.calls == calls  # no request at all: len() is never asked

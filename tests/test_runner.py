@@ -341,3 +341,31 @@ def test_oracle_in_a_package_with_relative_imports(tmp_path: Path) -> None:
     proc = gate(repo, "run", "--rev", "HEAD", "--only", "prop.tax_round", "--seeds", "11",
                 "--out", str(tmp_path / "o.jsonl"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------- bad input on the production side
+
+TAX_IMPORT = "from shop.tax import tax_for"
+
+
+@pytest.mark.parametrize(("tax", "witness", "error"), [
+    ("def tax_for(amount, rate:\n", "ProductionImportError:oracles/properties/test_tax.py:8",
+     "production module shop.tax failed to import in the subject: SyntaxError"),
+    ("import no_such_dependency\n", "ProductionImportError:oracles/properties/test_tax.py:8",
+     "No module named 'no_such_dependency'"),
+    ("def tax_for(amount, rate):\n    x = []\n    x.append(x)\n    return x\n",
+     "CodecError:oracles/properties/test_tax.py:15", "nested deeper than"),  # the subject's own error
+    ("def tax_for(amount, rate):\n    import threading\n    return threading.Lock()\n",
+     "AttributeError:oracles/properties/test_tax.py:16", "quantize"),
+    ("import time\n\ndef tax_for(amount, rate):\n    time.sleep(60)\n", "Timeout:runner", "timed out after 4s"),
+])
+def test_production_that_cannot_import_hangs_or_returns_the_uncarriable_fails(
+        shop: Path, tax: str, witness: str, error: str) -> None:
+    write(shop, {"src/shop/tax.py": tax})
+    try:
+        rows = run_rows(shop, "--only", "prop.tax_round", "--seeds", "11", code=1)
+    finally:
+        git(shop, "checkout", "--", "src/shop/tax.py")
+    assert rows[0]["status"] == "fail"
+    assert rows[0]["witness"] == witness, rows[0]
+    assert error in str(rows[0]["error"]), rows[0]

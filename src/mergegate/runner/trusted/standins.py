@@ -384,6 +384,9 @@ class RemoteType(type):
     def __len__(cls) -> int:
         return int(_ch(cls).op("len", cls))
 
+    def __bool__(cls) -> bool:
+        return True  # a class is true; ``if cls:`` must not ask production for its length
+
     def __getitem__(cls, key: Any) -> Any:
         return _ch(cls).op("getitem", cls, key)
 
