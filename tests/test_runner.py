@@ -369,3 +369,21 @@ def test_production_that_cannot_import_hangs_or_returns_the_uncarriable_fails(
     assert rows[0]["status"] == "fail"
     assert rows[0]["witness"] == witness, rows[0]
     assert error in str(rows[0]["error"]), rows[0]
+
+
+def test_production_text_reaches_the_terminal_escaped(shop: Path, tmp_path: Path) -> None:
+    """An exception message with terminal controls is shown as escapes by gate run and gate check."""
+    evil = ("def tax_for(amount, rate):\n"
+            "    raise ValueError('\\x1b]0;owned\\x07\\x1b[2K\\x1b[1Gall good\\u202e')\n")
+    base = git(shop, "rev-parse", "HEAD").stdout.strip()
+    head = commit(shop, {"src/shop/tax.py": evil}, "evil message")
+    try:
+        proc = gate(shop, "run", "--rev", head, "--trusted", base, "--only", "prop.tax_round", "--seeds", "11",
+                    "--out", str(tmp_path / "o.jsonl"))
+        table = gate(shop, "check", "--base", base, "--head", head)
+    finally:
+        git(shop, "reset", "-q", "--hard", base)
+    assert proc.returncode == 1 and table.returncode == 1
+    for out in (proc.stderr, table.stdout, (tmp_path / "o.jsonl").read_text()):
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "\\x1b]0;owned\\x07" in proc.stderr and "\\x1b]0;owned\\x07" in table.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from mergegate import diffrun, fsutil, runner
+from mergegate import diffrun, fsutil, runner, textsafe
 from mergegate.check import Outcome
 
 
@@ -148,7 +148,7 @@ def _detail(o: Outcome, v: Any) -> str:
             error = (fails[0].error or "").strip()
             same = error.rstrip(":") == fails[0].witness.split(":")[0]  # a bare "AssertionError:"
             parts.append(fails[0].witness if same or not error else f"{fails[0].witness} ({error})")
-    return "; ".join(parts)
+    return textsafe.line("; ".join(parts))  # production's exception text, shown and never obeyed
 
 
 # ---------------------------------------------------------------- CI formats

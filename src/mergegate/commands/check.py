@@ -68,12 +68,13 @@ def _print_table(outcome: Any, where: Path) -> None:
 
     if sys.stdout.isatty():
         from rich.console import Console
+        from rich.markup import escape
         from rich.table import Table
 
         colour = {"pass": "green", "fail": "red", "inconclusive": "yellow"}
         table = Table("property", "verdict", "reason", "detail")
         for prop, verdict, reason, detail in evidence.prop_rows(outcome):
-            table.add_row(prop, f"[{colour.get(verdict, 'white')}]{verdict}[/]", reason, detail)
+            table.add_row(escape(prop), f"[{colour.get(verdict, 'white')}]{verdict}[/]", reason, escape(detail))
         Console().print(table)
     else:
         print(evidence.table_text(outcome))

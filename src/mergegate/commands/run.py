@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mergegate import gitio, repo, runner
+from mergegate import gitio, repo, runner, textsafe
 from mergegate.errors import EXIT_NO, EXIT_OK, EXIT_USAGE, UsageError
 from mergegate.policy import Policy
 
@@ -73,7 +73,7 @@ def report(rows: list[runner.Row], out: str) -> int:
     """One line per failing row on stderr, a summary on stdout; exit 2 if an oracle cannot load."""
     failed = [r for r in rows if r.status != "pass"]
     for r in failed:
-        print(f"fail  {r.prop} seed={r.seed}  {r.witness}  {r.error or ''}".rstrip(), file=sys.stderr)
+        print(textsafe.line(f"fail  {r.prop} seed={r.seed}  {r.witness}  {r.error or ''}".rstrip()), file=sys.stderr)
     print(f"{len(rows)} rows: {len(rows) - len(failed)} pass, {len(failed)} fail -> {out}")
     broken = sorted({r.prop for r in rows if r.load_error})
     if broken:
