@@ -206,6 +206,9 @@ def gen(n):
 def same(a, b):
     return a is b
 
+__all__ = ["money", "Order", "InvalidOrder", "Custom", "fail", "sort_in_place", "apply", "swallow",
+           "suppressing", "gen", "same", "where", "SINGLETON"]
+
 def where():
     return {"pid": os.getpid(), "cwd": os.getcwd(), "path": sys.path[:]}
 
@@ -374,3 +377,23 @@ def test_a_production_class_is_true_without_asking_production(prod: Any) -> None
     calls = channel.calls
     assert order and bool(invalid) and not not order  # noqa: SIM208
     assert channel.calls == calls  # no request at all: len() is never asked
+
+
+def test_star_imports_and_dir_of_a_production_module(subject: sandbox.Subject, tmp_path: Path) -> None:
+    channel = standins.Channel(subject.socket_path)
+    module = channel.request("import", "prodmod")[0]
+    assert "money" in module.__all__ and "contextlib" not in module.__all__
+    assert {"money", "Order", "contextlib"} <= set(dir(module))
+    with pytest.raises(AttributeError):
+        module.__version__  # noqa: B018 - other dunders are asked of production (it has none)
+    namespace: dict[str, Any] = {}
+    finder = standins.Finder({"prodmod"}, channel)
+    import sys
+
+    sys.meta_path.insert(0, finder)
+    try:
+        exec("from prodmod import *", namespace)
+    finally:
+        sys.meta_path.remove(finder)
+        sys.modules.pop("prodmod", None)
+    assert {"money", "Order", "SINGLETON"} <= set(namespace)

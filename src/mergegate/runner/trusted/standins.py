@@ -397,13 +397,28 @@ class RemoteType(type):
         return f"<production class {type.__getattribute__(cls, '__qualname__')}>"
 
 
+# The import system's own attributes of a module: local, never asked of production.
+_MODULE_LOCAL = frozenset({"__path__", "__spec__", "__loader__", "__package__", "__name__", "__cached__",
+                           "__builtins__", "__getattr__", "__dir__", "__class__", "__dict__"})
+
+
 class RemoteModule(types.ModuleType):
     """A stand-in for a production module: attribute reads forward (nothing is cached)."""
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
+        if name in _MODULE_LOCAL or name.startswith("_gate"):
             raise AttributeError(name)
-        return _ch(self).getattr(self, name)
+        try:
+            return _ch(self).getattr(self, name)
+        except AttributeError:
+            if name != "__all__":
+                raise
+        # ``from module import *`` without an __all__: the module's public names, as Python does.
+        return [n for n in self.__dir__() if not n.startswith("_")]
+
+    def __dir__(self) -> list[str]:
+        names = _ch(self).op("dir", self)
+        return [n for n in names if type(n) is str] if type(names) is list else []
 
 
 def _make_proxy(ch: Channel, number: int, desc: list[Any]) -> Any:
