@@ -87,7 +87,8 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     files["gate.yaml"] = policy
     files["src/shop/crash.py"] = ("import os, signal, sys\n\ndef boom():\n    sys.stderr.write('about to die\\n')\n"
                                   "    sys.stderr.flush()\n    os.kill(os.getpid(), signal.SIGKILL)\n\n"
-                                  "def kill_parent():\n    os.kill(os.getppid(), signal.SIGKILL)\n")
+                                  "def kill_parent():\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+                                  "    import time\n    time.sleep(2)\n")
     sign_and_commit(repo, files, "the shop")
     return repo
 
@@ -141,8 +142,9 @@ def test_a_killed_subject_is_a_crash_and_the_run_goes_on(shop: Path) -> None:
     """Production killing its own fork server fails that run; the next run gets a fresh subject."""
     rows = run_rows(shop, "--only", "prop.kills", "--only", "prop.order_total", "-j", "1", code=1)
     by = {(r["prop"], r["seed"]): r for r in rows}
-    assert all(by[("prop.kills", s)]["witness"] == "Crash:subject" for s in (11, 29, 47))
-    assert all(by[("prop.order_total", s)]["status"] == "pass" for s in (11, 29, 47))
+    seen = [(k, r["status"], r["witness"], r.get("error")) for k, r in by.items()]
+    assert all(by[("prop.kills", s)]["witness"] == "Crash:subject" for s in (11, 29, 47)), seen
+    assert all(by[("prop.order_total", s)]["status"] == "pass" for s in (11, 29, 47)), seen
 
 
 HELPER = "from decimal import Decimal\n\n\ndef close(a, b):\n    return abs(a - b) <= Decimal('0.005')\n"

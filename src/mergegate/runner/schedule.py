@@ -158,6 +158,8 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
                         raise
                     # The zygote died under this job (e.g. the OOM killer): a crash, a fail; a fresh one serves on.
                     out = {"status": "fail", "witness": "Crash:runner", "error": exc.message}
+                if subject is not None and out.get("witness") == "Crash:subject":
+                    subject.settle()  # the next run must not meet a fork server that is still dying
                 _explain_crash(out, scratch / f"stderr-{index}.log", subject)
                 row = rowlib.make_row(
                     spec.prop, seed, out, policy, spec_hash=spec.spec_hash, closure=closures[(tree.root, spec.prop.id)],

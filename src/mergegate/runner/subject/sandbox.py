@@ -207,6 +207,19 @@ class Subject:
                 self.proc = self._listen_and_start()
                 self.restarts += 1
 
+    def settle(self, timeout: float = 2.0) -> None:
+        """After a run lost its subject: if the fork server itself is dying, wait until it is gone."""
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(self.socket_path)
+            return  # it still accepts: only that run's child died
+        except OSError:
+            pass
+        finally:
+            probe.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout)
+
     def _config(self, protocol: str) -> str:
         lim = self.spec.limits
         return json.dumps({

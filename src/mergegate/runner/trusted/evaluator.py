@@ -305,12 +305,35 @@ def _outcome(buf: bytes, status: int, timed_out: bool, timeout: float) -> dict[s
     return result
 
 
+def warm_up() -> None:
+    """Run one throwaway property so every lazy import and cache of Hypothesis is paid once, here."""
+    import tempfile  # noqa: F401 - used by each child's _prepare
+
+    from hypothesis import given, seed, settings
+    from hypothesis import strategies as st
+
+    @seed(0)
+    @settings(database=None, max_examples=3, deadline=None)
+    @given(st.integers(), st.text(), st.lists(st.floats()), st.decimals(allow_nan=False), st.data())
+    def warm(i: int, t: str, xs: list[float], d: Any, data: Any) -> None:
+        data.draw(st.sampled_from([1, 2]))
+
+    warm()
+
+
 def zygote() -> None:
     """Serve jobs from stdin until EOF; one JSON outcome line per job on stdout."""
+    import gc
+
     from mergegate.runner.trusted import standins  # noqa: F401 - loaded once, before any fork
     from mergegate.runner.unsealed import worker
 
     state = worker.zygote_state()
+    warm_up()
+    # Everything loaded so far is shared by every child: keep the collector (Hypothesis runs it
+    # for each test) off those objects, and their pages unwritten after the fork.
+    gc.collect()
+    gc.freeze()
     out = sys.stdout
     for line in sys.stdin:
         if not line.strip():
