@@ -207,7 +207,10 @@ def same(a, b):
     return a is b
 
 __all__ = ["money", "Order", "InvalidOrder", "Custom", "fail", "sort_in_place", "apply", "swallow",
-           "suppressing", "gen", "same", "where", "SINGLETON"]
+           "suppressing", "gen", "same", "where", "next_of", "SINGLETON"]
+
+def next_of(xs):
+    return next(iter(xs))
 
 def where():
     return {"pid": os.getpid(), "cwd": os.getcwd(), "path": sys.path[:]}
@@ -232,7 +235,7 @@ def subject(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Subjec
 def prod(subject: sandbox.Subject) -> Any:
     """A fresh connection (a fresh subject child) and the stand-in for ``prodmod``."""
     channel = standins.Channel(subject.socket_path)
-    return channel.request("import", "prodmod")[0]
+    return channel.request("import", "prodmod")
 
 
 def test_results_are_the_evaluators_own_types(prod: Any) -> None:
@@ -271,10 +274,10 @@ def test_exceptions_arrive_as_builtins_or_production_errors(prod: Any) -> None:
         prod.fail("assert")
 
 
-def test_mutable_arguments_take_the_state_production_left(prod: Any) -> None:
+def test_production_cannot_write_into_the_propertys_values(prod: Any) -> None:
     xs = [3, 1, 2]
     assert prod.sort_in_place(xs) is None
-    assert xs == [1, 2, 3]
+    assert xs == [3, 1, 2]  # arguments are copies
 
 
 def test_callbacks_run_on_the_trusted_side(prod: Any) -> None:
@@ -313,7 +316,7 @@ def test_values_that_cannot_cross_are_clear_errors(prod: Any) -> None:
 
 def test_each_connection_is_a_fresh_child_in_the_tree(prod: Any, subject: sandbox.Subject) -> None:
     first = prod.where()
-    other = standins.Channel(subject.socket_path).request("import", "prodmod")[0].where()
+    other = standins.Channel(subject.socket_path).request("import", "prodmod").where()
     assert first["pid"] != other["pid"]
     assert first["cwd"] == subject.spec.tree
     assert first["path"].index(subject.spec.prod_roots[0]) < len(first["path"])
@@ -348,7 +351,7 @@ def test_malformed_replies_are_sealed_call_errors(tmp_path: Path) -> None:
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(path)
     listener.listen(1)
-    replies = [b"garbage!", json.dumps(["ok"]).encode(), json.dumps(["err", "x"]).encode()]
+    replies = [json.dumps(["ok"]).encode(), json.dumps(["err", "x"]).encode(), json.dumps(["ok", ["Q", 1]]).encode()]
 
     def serve() -> None:
         for reply in replies:
@@ -366,6 +369,32 @@ def test_malformed_replies_are_sealed_call_errors(tmp_path: Path) -> None:
     os.unlink(path)
 
 
+@pytest.mark.parametrize("frame", [b"\x00\x00\x00\x05garbage", b"\x7f\xff\xff\xffxx", b"\x00\x00\x00\x02[]"])
+def test_a_frame_that_does_not_parse_ends_the_channel(tmp_path: Path, frame: bytes) -> None:
+    """Out of step, nothing after it could be believed: the run ends as a crash of the subject."""
+    import socket
+    import threading
+
+    path = str(tmp_path / "f.sock")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen(1)
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(frame)
+        conn.recv(65536)
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    channel = standins.Channel(path)
+    with pytest.raises(standins.SubjectGone, match="broke the protocol"):
+        channel.request("import", "x")
+    assert channel.endpoint is None
+    listener.close()
+
+
 def test_fractions_and_decimals_cross_both_ways(prod: Any) -> None:
     assert prod.apply(lambda v: v * 2, [fractions.Fraction(1, 3), decimal.Decimal("0.1")]) == [
         fractions.Fraction(2, 3), decimal.Decimal("0.2")]
@@ -381,7 +410,7 @@ def test_a_production_class_is_true_without_asking_production(prod: Any) -> None
 
 def test_star_imports_and_dir_of_a_production_module(subject: sandbox.Subject, tmp_path: Path) -> None:
     channel = standins.Channel(subject.socket_path)
-    module = channel.request("import", "prodmod")[0]
+    module = channel.request("import", "prodmod")
     assert "money" in module.__all__ and "contextlib" not in module.__all__
     assert {"money", "Order", "contextlib"} <= set(dir(module))
     with pytest.raises(AttributeError):
@@ -397,3 +426,38 @@ def test_star_imports_and_dir_of_a_production_module(subject: sandbox.Subject, t
         sys.meta_path.remove(finder)
         sys.modules.pop("prodmod", None)
     assert {"money", "Order", "SINGLETON"} <= set(namespace)
+
+
+def test_a_production_object_never_answers_for_the_propertys_own_data(prod: Any) -> None:
+    """Comparisons, arithmetic, membership and truth against plain data would be production's say."""
+    order = prod.Order(10)
+    for attempt in (lambda: order == 10, lambda: 10 == order,  # noqa: SIM300 - the reflected side
+                    lambda: order != "x", lambda: order <= 3,
+                    lambda: order - 1, lambda: 1 + order, lambda: 3 in order, lambda: bool(order),
+                    lambda: not order, lambda: 1 in prod.Order):
+        with pytest.raises(standins.SealedCallError, match="production"):
+            attempt()
+    other = prod.Order(11)
+    assert (order == other) is True  # two production objects: production's own __eq__ (always true here)
+    assert order.total == 10 and len(order) == 0 and order is not None
+    assert not isinstance(5, prod.Order) and not isinstance(prod.money(3), prod.Order)
+
+
+def test_stop_iteration_only_ends_an_iteration_production_drives(prod: Any, subject: sandbox.Subject) -> None:
+    channel = standins._ch(prod)
+    stop = channel.request("op", "iter", channel.enc([[]]))  # an exhausted iterator in the subject
+    with pytest.raises(StopIteration):
+        next(stop)
+    quirky = prod.apply(lambda v: v, [])  # a plain call that returns normally
+    assert quirky == []
+    with pytest.raises(standins.ProductionError, match="outside iteration"):
+        channel.request("call", channel.enc(prod.next_of), channel.enc([[]]), channel.enc({}))
+    assert all(map(lambda n: n >= 0, prod.gen(3)))
+
+
+def test_every_exception_an_oracle_callback_raises_is_sticky(prod: Any) -> None:
+    def check() -> None:
+        return None - 1  # type: ignore[operator,no-any-return]  # a TypeError of the property's own making
+
+    with pytest.raises(TypeError):
+        prod.swallow(check)

@@ -124,18 +124,33 @@ _ENCODERS: dict[type, Callable[[Any, Other, int], Any]] = {
     type(...): lambda v, o, d: ["..."],
 }
 
-# Subclasses of plain types travel as their base type's value (read with the base
-# type's own methods, never the subclass's): what arrives is plain data.
+_FRACTION: dict[str, Any] = dict(vars(fractions.Fraction))
+_UUID: dict[str, Any] = dict(vars(uuid.UUID))
+
+# Subclasses of plain types travel as their base type's value, read with the base type's own
+# methods and descriptors (never the subclass's): what arrives is plain data.  datetime before
+# date: it is a subclass of it.
 _SUBCLASS_ENCODERS: list[tuple[type, Callable[[Any, Other, int], Any]]] = [
     (int, lambda v, o, d: encode(int.__int__(v), o, d)),
     (float, lambda v, o, d: float.__float__(v)),
     (str, lambda v, o, d: str.__str__(v)),
     (bytes, lambda v, o, d: ["b", bytes.decode(v, "latin-1")]),
+    (bytearray, lambda v, o, d: ["ba", bytes(bytearray.__iter__(v)).decode("latin-1")]),
     (tuple, _tuple),
     (list, lambda v, o, d: ["l", *_items(list.__iter__(v), o, d)]),
     (dict, _dict),
     (frozenset, lambda v, o, d: ["fs", *_items(frozenset.__iter__(v), o, d)]),
     (set, lambda v, o, d: ["s", *_items(set.__iter__(v), o, d)]),
+    (complex, lambda v, o, d: ["c", complex.real.__get__(v), complex.imag.__get__(v)]),
+    (decimal.Decimal, lambda v, o, d: ["D", decimal.Decimal.__str__(v)]),
+    (fractions.Fraction, lambda v, o, d: ["F", encode(int.__int__(_FRACTION["numerator"].fget(v)), o, d),
+                                          encode(int.__int__(_FRACTION["denominator"].fget(v)), o, d)]),
+    (dt.datetime, lambda v, o, d: _datetime(dt.datetime.replace(v), o, d)),
+    (dt.date, lambda v, o, d: ["da", dt.date.isoformat(v)]),
+    (dt.time, lambda v, o, d: _time(dt.time.replace(v), o, d)),
+    (dt.timedelta, lambda v, o, d: ["td", dt.timedelta.days.__get__(v), dt.timedelta.seconds.__get__(v),
+                                    dt.timedelta.microseconds.__get__(v)]),
+    (uuid.UUID, lambda v, o, d: ["u", format(int.__int__(_UUID["int"].__get__(v)), "032x")]),
 ]
 
 

@@ -82,10 +82,11 @@ def bwrap_argv(spec: SubjectSpec, command: Sequence[str], *, bwrap: str = BWRAP,
         argv += ["--ro-bind-try", d, d]
     for name in ETC_FILES:
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    for d in python:
-        argv += ["--ro-bind-try", d, d]
+    # The private /tmp first: an interpreter or a tree that lives under /tmp is bound on top of it.
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(spec.limits.tmp_bytes), "--tmpfs", "/tmp",
              "--dir", "/run/gate"]
+    for d in python:
+        argv += ["--ro-bind-try", d, d]
     argv += ["--ro-bind", str(SERVER.parent), "/run/gate/subject", "--ro-bind", str(PROTOCOL), "/run/gate/protocol"]
     argv += ["--ro-bind", spec.tree, spec.tree]
     for mask in spec.masks:

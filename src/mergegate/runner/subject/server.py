@@ -185,16 +185,9 @@ def op_delattr(s: Session, target: Any, name: str) -> list[Any]:
     return ["ok", None]
 
 
-MUTABLE = (list, dict, set, bytearray)
-
-
 def op_call(s: Session, target: Any, args: Any, kwargs: Any) -> list[Any]:
     fn, pos, kw = s.dec(target), s.dec(args), s.dec(kwargs)
-    result = fn(*pos, **kw)
-    # Value-result semantics for mutable plain arguments: their final state goes back.
-    updates = [[i, s.enc(v)] for i, v in enumerate(pos) if type(v) in MUTABLE]
-    updates += [[k, s.enc(v)] for k, v in kw.items() if type(v) in MUTABLE]
-    return ["ok", s.enc(result), updates]
+    return ["ok", s.enc(fn(*pos, **kw))]
 
 
 def _next(it: Any) -> Any:

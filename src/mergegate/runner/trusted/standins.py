@@ -55,20 +55,11 @@ class SubjectGone(BaseException):
     """
 
 
-# Exceptions that must reach the property even if production code catches them in a callback:
-# the oracle's own verdict (assertions) and Hypothesis's control flow.
-STICKY: tuple[type[BaseException], ...] = (AssertionError,)
-
-
-def _is_sticky(exc: BaseException) -> bool:
-    if isinstance(exc, STICKY) or not isinstance(exc, Exception):
-        return True
-    return type(exc).__module__.startswith(("hypothesis", "_pytest", "pytest"))
-
-
 BUILTIN_EXCEPTIONS = {name: cls for name, cls in vars(builtins).items()
                       if isinstance(cls, type) and issubclass(cls, Exception)
                       and not issubclass(cls, BaseExceptionGroup)}
+# End an iteration the property drives (a map(), a for loop): only ever the answer to ``next``.
+ITERATION_ENDS = frozenset({"StopIteration", "StopAsyncIteration"})
 
 
 class Channel:
@@ -103,11 +94,18 @@ class Channel:
         except wire.ChannelClosed:
             raise SubjectGone("the subject process ended during a call (crashed, exited or was killed)") from None
         except codec.CodecError as exc:
-            raise SealedCallError(f"the subject sent a malformed reply: {exc}") from None
+            # A frame that does not parse leaves the stream out of step: nothing after it is believed.
+            self._close()
+            raise SubjectGone(f"the subject broke the protocol: {exc}") from None
         except OSError as exc:
             raise SubjectGone(f"the channel to the subject failed: {exc}") from None
         self._raise_sticky()
-        return self._result(reply)
+        return self._result(reply, stop_allowed=message[:2] == ("op", "next"))
+
+    def _close(self) -> None:
+        if self.endpoint is not None:
+            self.endpoint.close()
+        self.endpoint = None
 
     def _raise_sticky(self) -> None:
         if self.sticky:
@@ -115,11 +113,11 @@ class Channel:
             self.sticky.clear()
             raise exc
 
-    def _result(self, reply: list[Any]) -> Any:
+    def _result(self, reply: list[Any], stop_allowed: bool) -> Any:
         if reply[0] == "ok" and len(reply) >= 2:
-            return self.dec(reply[1]), (reply[2] if len(reply) > 2 else None)
+            return self.dec(reply[1])
         if reply[0] == "err" and len(reply) == 6:
-            raise self._exception(reply)
+            raise self._exception(reply, stop_allowed)
         raise SealedCallError(f"the subject sent a malformed reply: {str(reply)[:120]}")
 
     # -- values
@@ -162,9 +160,14 @@ class Channel:
             return proxy
         raise codec.CodecError(f"unknown reference {str(data)[:80]}")
 
-    def _exception(self, reply: list[Any]) -> BaseException:
+    def _exception(self, reply: list[Any], stop_allowed: bool) -> BaseException:
         _tag, qualname, builtin_name, cls_ref, message, obj_ref = reply
         message = str(message)
+        if builtin_name in ITERATION_ENDS and not stop_allowed:
+            exc = ProductionError(f"{qualname} raised outside iteration (it would end the property's own loop): "
+                                  f"{message}")
+            exc.remote_type = str(qualname)
+            return exc
         if cls_ref is None:
             cls = BUILTIN_EXCEPTIONS.get(builtin_name) if builtin_name == qualname else None
             if cls is not None:
@@ -197,55 +200,23 @@ class Channel:
             result = fn(*args, **kwargs)
             return ["ok", self.enc(result)]
         except BaseException as exc:
-            if _is_sticky(exc):
-                # Production may catch what it is told, but the property's own verdict stands.
-                self.sticky.append(exc)
+            # Production may catch what it is told, but whatever the property's own code raised
+            # is re-raised when the call returns: the property's verdict is not production's to swallow.
+            self.sticky.append(exc)
             return ["err", type(exc).__name__ if type(exc).__name__ in BUILTIN_EXCEPTIONS else "Exception",
                     str(exc)[:2000]]
 
     # -- the operations the stand-ins use
 
     def call(self, target: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-        value, updates = self.request("call", self.enc(target), self.enc(list(args)), self.enc(kwargs))
-        if updates:
-            _copy_back(self, args, kwargs, updates)
-        return value
+        # Arguments are copies: production can never write into the property's own values.
+        return self.request("call", self.enc(target), self.enc(list(args)), self.enc(kwargs))
 
     def op(self, name: str, *args: Any) -> Any:
-        return self.request("op", name, self.enc(list(args)))[0]
+        return self.request("op", name, self.enc(list(args)))
 
     def getattr(self, target: Any, name: str) -> Any:
-        return self.request("getattr", self.enc(target), name)[0]
-
-
-MUTABLE: tuple[type, ...] = (list, dict, set, bytearray)
-
-
-def _copy_back(ch: Channel, args: Sequence[Any], kwargs: dict[str, Any], updates: Any) -> None:
-    """Value-result semantics: a list, dict, set or bytearray argument takes the state production left."""
-    if type(updates) is not list:
-        raise SealedCallError("the subject sent malformed argument updates")
-    for item in updates:
-        if type(item) is not list or len(item) != 2:
-            raise SealedCallError("the subject sent malformed argument updates")
-        key, data = item
-        if type(key) is int and 0 <= key < len(args):
-            target = args[key]
-        elif type(key) is str and key in kwargs:
-            target = kwargs[key]
-        else:
-            raise SealedCallError("the subject updated an argument it was not given")
-        value = ch.dec(data)
-        if type(target) is not type(value) or type(target) not in MUTABLE:
-            raise SealedCallError("the subject changed an argument's type")
-        if isinstance(target, dict):
-            target.clear()
-            target.update(value)
-        elif isinstance(target, set):
-            target.clear()
-            target |= value
-        else:
-            target[:] = value
+        return self.request("getattr", self.enc(target), name)
 
 
 # ---------------------------------------------------------------- proxies
@@ -297,7 +268,11 @@ class Remote:
         return value
 
     def __bool__(self) -> bool:
-        return _ch(self).op("bool", self) is True
+        # ``if x:`` / ``assert x`` on a production object would be production's answer: refused, so
+        # an always-true object cannot stand in for the bool or value a property expected.
+        raise SealedCallError("the truth of a production object would be production's answer; test a plain "
+                              "value instead (x is not None, len(x) > 0, x.flag is True) or mark the property "
+                              "isolation: shared")
 
     def __len__(self) -> int:
         value = _ch(self).op("len", self)
@@ -326,7 +301,7 @@ class Remote:
 
 def _signature(self: Any) -> inspect.Signature:
     ch = _ch(self)
-    params = ch.request("signature", ch.enc(self))[0]
+    params = ch.request("signature", ch.enc(self))
     out = []
     for name, kind, has_default, default in params:
         extra = {"default": ch.dec(default) if has_default else None} if has_default else {}
@@ -337,25 +312,47 @@ def _signature(self: Any) -> inspect.Signature:
 Remote.__signature__ = property(_signature)  # type: ignore[assignment,method-assign]
 
 
-def _forward(name: str, reflected: bool = False) -> Callable[..., Any]:
+def _is_remote(value: Any) -> bool:
+    return _remote_id(value) is not None
+
+
+def _refuse(name: str, value: Any) -> SealedCallError:
+    return SealedCallError(
+        f"a production object met the property's own {type(value).__qualname__} in `{name}`: the answer would be "
+        "production's, not Python's; convert it first (int(x), str(x), list(x), x.field) or mark the property "
+        "isolation: shared")
+
+
+def _forward(name: str, reflected: bool = False, strict: bool = False) -> Callable[..., Any]:
+    """A dunder that forwards; ``strict``: refused when an operand is the evaluator's own data."""
     def method(self: Any, *args: Any) -> Any:
+        if strict:
+            for arg in args:
+                if not _is_remote(arg):
+                    raise _refuse(name, arg)
         return _ch(self).op(name, *args, self) if reflected else _ch(self).op(name, self, *args)
     return method
 
 
+# Comparisons, arithmetic and membership with a production object are production's answers to a
+# question about the property's data.  Between two production objects that is production's own
+# semantics (documented); with plain data it is refused, so an object that "equals" everything can
+# never stand in for the plain value a property expected.
 _BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift", "rshift",
            "and", "or", "xor")
 for _name in _BINARY:
     _op = _name + "_" if _name in ("and", "or") else _name
-    setattr(Remote, f"__{_name}__", _forward(_op))
-    setattr(Remote, f"__r{_name}__", _forward(_op, reflected=True))
-    setattr(Remote, f"__i{_name}__", _forward("i" + _name))
-for _name in ("eq", "ne", "lt", "le", "gt", "ge", "neg", "pos", "abs", "invert", "index", "getitem",
-              "setitem", "delitem", "int", "float", "complex", "format", "round", "bytes"):
+    setattr(Remote, f"__{_name}__", _forward(_op, strict=True))
+    setattr(Remote, f"__r{_name}__", _forward(_op, reflected=True, strict=True))
+    setattr(Remote, f"__i{_name}__", _forward("i" + _name, strict=True))
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    setattr(Remote, f"__{_name}__", _forward(_name, strict=True))
+setattr(Remote, "__divmod__", _forward("divmod", strict=True))  # noqa: B010
+setattr(Remote, "__rdivmod__", _forward("divmod", reflected=True, strict=True))  # noqa: B010
+setattr(Remote, "__contains__", lambda self, item: _forward("contains", strict=True)(self, item) is True)  # noqa: B010
+for _name in ("neg", "pos", "abs", "invert", "index", "getitem", "setitem", "delitem", "int", "float",
+              "complex", "format", "round", "bytes"):
     setattr(Remote, f"__{_name}__", _forward(_name))
-setattr(Remote, "__contains__", lambda self, item: _ch(self).op("contains", self, item) is True)  # noqa: B010
-setattr(Remote, "__divmod__", _forward("divmod"))  # noqa: B010
-setattr(Remote, "__rdivmod__", _forward("divmod", reflected=True))  # noqa: B010
 setattr(Remote, "__dir__", lambda self: list(_ch(self).op("dir", self)))  # noqa: B010
 
 
@@ -371,6 +368,8 @@ class RemoteType(type):
         return _ch(cls).getattr(cls, name)
 
     def __instancecheck__(cls, obj: Any) -> bool:
+        if not _is_remote(obj):
+            return False  # the evaluator's own value is never a production instance
         return _ch(cls).op("isinstance", obj, cls) is True
 
     def __subclasscheck__(cls, sub: Any) -> bool:
@@ -391,6 +390,8 @@ class RemoteType(type):
         return _ch(cls).op("getitem", cls, key)
 
     def __contains__(cls, item: Any) -> bool:
+        if not _is_remote(item):
+            raise _refuse("in", item)
         return _ch(cls).op("contains", cls, item) is True
 
     def __repr__(cls) -> str:
@@ -446,7 +447,7 @@ def _make_proxy(ch: Channel, number: int, desc: list[Any]) -> Any:
 def _exception_bases(names: Iterable[Any]) -> tuple[type, ...]:
     """(the nearest builtin exception, ProductionError): ``except ValueError`` still matches."""
     for name in names:
-        cls = BUILTIN_EXCEPTIONS.get(name) if type(name) is str else None
+        cls = BUILTIN_EXCEPTIONS.get(name) if type(name) is str and name not in ITERATION_ENDS else None
         if cls is not None and cls is not Exception:
             try:
                 type("probe", (cls, ProductionError), {})
@@ -476,7 +477,7 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         try:
-            module = self.channel.request("import", spec.name)[0]
+            module = self.channel.request("import", spec.name)
         except Exception as exc:
             raise ProductionImportError(f"production module {spec.name} failed to import in the subject: "
                                         f"{type(exc).__name__}: {exc}", name=spec.name) from None
