@@ -179,7 +179,7 @@ def test_production_cannot_fork_without_bound(bwrap_works: bool, tmp_path: Path)
     spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), limits=sandbox.Limits(max_processes=30))
     subj = sandbox.Subject(spec, sandbox.BUBBLEWRAP, tmp_path, "b")
     try:
-        if os.geteuid() == 0 and subj.cgroup is None:
+        if os.geteuid() == 0 and not any(c.parent.name == "pids" or "pids" in c.parts for c in subj.cgroups):
             why = "running as root without a writable pids cgroup: nothing bounds the subject's processes"
             if os.environ.get("CI") == "true":
                 pytest.fail(why)
@@ -188,4 +188,50 @@ def test_production_cannot_fork_without_bound(bwrap_works: bool, tmp_path: Path)
         assert 0 < made < 30
     finally:
         subj.close()
-    assert subj.cgroup is None or not subj.cgroup.exists()
+    assert not any(c.exists() for c in subj.cgroups)
+
+
+HOG = '''
+import os, time
+
+def spread(children, mb):
+    """Children that each hold ``mb`` MiB; how many got there before the limit stopped them."""
+    pipes = []
+    for _ in range(children):
+        r, w = os.pipe()
+        if os.fork() == 0:
+            try:
+                block = bytearray(mb << 20)
+                for i in range(0, len(block), 4096):
+                    block[i] = 1
+                os.write(w, b"1")
+                time.sleep(3)
+            finally:
+                os._exit(0)
+        os.close(w)
+        pipes.append(r)
+    time.sleep(2)
+    return sum(len(os.read(r, 1)) for r in pipes)
+'''
+
+
+def test_memory_is_bounded_for_the_whole_sandbox(bwrap_works: bool, tmp_path: Path) -> None:
+    """Per-process limits alone would let 4 x 150 MiB through a 256 MiB budget."""
+    tree = tmp_path / "tree"
+    (tree / "src").mkdir(parents=True)
+    (tree / "src" / "hog.py").write_text(HOG)
+    spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), limits=sandbox.Limits(memory_bytes=256 << 20))
+    subj = sandbox.Subject(spec, sandbox.BUBBLEWRAP, tmp_path, "m")
+    try:
+        if not any("memory" in c.parts for c in subj.cgroups):
+            why = "no writable memory cgroup: only the per-process address-space limit applies"
+            if os.environ.get("CI") == "true":
+                pytest.fail(why)
+            pytest.skip(why)
+        hog = standins.Channel(subj.socket_path).request("import", "hog")
+        assert hog.spread(4, 150) <= 1
+    except standins.SubjectGone:
+        pass  # the kernel killed the caller itself: bounded all the same
+    finally:
+        subj.close()
+    assert not any(c.exists() for c in subj.cgroups)

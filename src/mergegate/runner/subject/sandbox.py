@@ -19,12 +19,12 @@ import subprocess
 import sys
 import sysconfig
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mergegate.errors import UsageError
+from mergegate.runner.subject import cgroups
 
 SERVER = Path(__file__).with_name("server.py")
 PROTOCOL = Path(__file__).resolve().parent.parent / "protocol"
@@ -40,7 +40,7 @@ ETC_FILES = ("passwd", "group", "nsswitch.conf", "localtime", "hosts", "ld.so.ca
 class Limits:
     """Resource limits for one side's subject."""
 
-    memory_bytes: int = 8 << 30
+    memory_bytes: int = 8 << 30  # each process (RLIMIT_AS) and, where a cgroup is writable, all together
     max_processes: int = 256
     max_file_bytes: int = 64 << 20
     tmp_bytes: int = 256 << 20  # the sandbox's private /tmp
@@ -130,51 +130,6 @@ def choose(setting: str) -> str:
     return NONE
 
 
-PIDS_V1 = Path("/sys/fs/cgroup/pids")
-
-
-def pids_cgroup(name: str, limit: int, root: Path = PIDS_V1) -> Path | None:
-    """A pids cgroup capping the subject's processes, where the hierarchy is writable (else None).
-
-    RLIMIT_NPROC alone does not bind a process whose user outside the sandbox is root.
-    """
-    if not (root / "cgroup.procs").exists():
-        return None
-    path = root / name
-    try:
-        path.mkdir()
-        (path / "pids.max").write_text(f"{limit}\n")
-    except OSError:
-        with contextlib.suppress(OSError):
-            path.rmdir()
-        return None
-    return path
-
-
-def join_cgroup(cgroup: Path | None, argv: list[str]) -> list[str]:
-    """``argv`` started inside ``cgroup`` (the shell joins it, then becomes the command)."""
-    if cgroup is None:
-        return argv
-    return ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(cgroup), *argv]
-
-
-def remove_cgroup(cgroup: Path | None) -> None:
-    if cgroup is None:
-        return
-    for _ in range(50):
-        with contextlib.suppress(OSError):
-            for pid in (cgroup / "cgroup.procs").read_text().split():
-                with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
-                    os.kill(int(pid), signal.SIGKILL)
-        try:
-            cgroup.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.02)
-
-
 class Subject:
     """One side's running subject: a fork server behind a listening socket."""
 
@@ -184,8 +139,11 @@ class Subject:
         self.log_path = scratch / f"subject-{label}.log"
         self.restarts = 0
         self._lock = threading.Lock()
-        self.cgroup = pids_cgroup(f"mergegate-{os.getpid()}-{label}", spec.limits.max_processes) \
-            if containment == BUBBLEWRAP else None
+        self.cgroups = cgroups.make(f"mergegate-{os.getpid()}-{label}", {
+            "pids": {"pids.max": spec.limits.max_processes},
+            "memory": {"memory.limit_in_bytes": spec.limits.memory_bytes,
+                       "memory.memsw.limit_in_bytes": spec.limits.memory_bytes},
+        }) if containment == BUBBLEWRAP else []
         self.proc = self._listen_and_start()
 
     def _listen_and_start(self) -> subprocess.Popen[bytes]:
@@ -245,7 +203,7 @@ class Subject:
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(Path(self.socket_path).parent),
                    "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
         with open(self.log_path, "ab") as log:
-            return subprocess.Popen(join_cgroup(self.cgroup, argv), stdin=subprocess.DEVNULL, stdout=log,
+            return subprocess.Popen(cgroups.joined(self.cgroups, argv), stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=log, pass_fds=[fd], env=env, cwd=self.spec.tree, start_new_session=True)
 
     def log_tail(self, limit: int = 600) -> str:
@@ -261,6 +219,6 @@ class Subject:
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
         self.proc.wait()
-        remove_cgroup(self.cgroup)
+        cgroups.remove(self.cgroups)
         with contextlib.suppress(OSError):
             os.unlink(self.socket_path)
