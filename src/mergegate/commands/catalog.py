@@ -13,8 +13,8 @@ import json
 from collections.abc import Sequence
 
 from mergegate import diffrun, gitio, repo, runner
-from mergegate.commands.run import parse_seeds
-from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
+from mergegate.commands.run import only, parse_seeds
+from mergegate.errors import EXIT_NO, EXIT_OK
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -31,11 +31,7 @@ def run(args: argparse.Namespace) -> int:
     rev = gitio.must_resolve(args.rev)
     policy = repo.load_policy(rev)
     _cat, specs = runner.load_specs(rev, policy)
-    if args.only:
-        unknown = sorted(set(args.only) - {s.prop.id for s in specs})
-        if unknown:
-            raise UsageError(f"no property {unknown[0]!r} in the catalog", "pass an id from oracles/catalog")
-        specs = [s for s in specs if s.prop.id in args.only]
+    specs = only(specs, args.only)
     seeds = parse_seeds(args.seeds) if args.seeds else policy.verdict.seeds
     both = [_as(s, mode) for s in specs for mode in (runner.SEALED, runner.SHARED)]
     with diffrun.worktrees([rev]) as (tree_dir,):

@@ -34,15 +34,21 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     return seeds
 
 
+def only(specs: list[runner.Spec], ids: list[str]) -> list[runner.Spec]:
+    """The specs named by ``--only`` (all without it); an unknown id is a usage error."""
+    if not ids:
+        return specs
+    unknown = sorted(set(ids) - {s.prop.id for s in specs})
+    if unknown:
+        raise UsageError(f"no property {unknown[0]!r} in the catalog", "pass an id from oracles/catalog")
+    return [s for s in specs if s.prop.id in ids]
+
+
 def run(args: argparse.Namespace) -> int:
     trusted_rev = gitio.must_resolve(args.trusted or args.rev or "HEAD")
     policy = repo.load_policy(trusted_rev)
     _cat, specs = runner.load_specs(trusted_rev, policy)
-    if args.only:
-        unknown = sorted(set(args.only) - {s.prop.id for s in specs})
-        if unknown:
-            raise UsageError(f"no property {unknown[0]!r} in the catalog", "pass an id from oracles/catalog")
-        specs = [s for s in specs if s.prop.id in args.only]
+    specs = only(specs, args.only)
     seeds = parse_seeds(args.seeds) if args.seeds else policy.verdict.seeds
     shard = runner.parse_shard(args.shard) if args.shard else None
     pairs = runner.plan(specs, seeds, shard)
