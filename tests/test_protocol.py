@@ -461,3 +461,9 @@ def test_every_exception_an_oracle_callback_raises_is_sticky(prod: Any) -> None:
 
     with pytest.raises(TypeError):
         prod.swallow(check)
+
+
+def test_a_production_module_has_no_file_in_the_evaluator(prod: Any) -> None:
+    """Hypothesis reads the source of modules with a __file__: production must not choose a path here."""
+    assert getattr(prod, "__file__", None) is None
+    assert prod.where()["cwd"]  # the module itself still answers

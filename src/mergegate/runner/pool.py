@@ -40,11 +40,25 @@ def _site_dirs() -> list[str]:
     return list(dict.fromkeys(dirs))
 
 
+def hypothesis_cache() -> str | None:
+    """The gate's own Hypothesis storage (its unicode table), under the user's cache directory."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = os.path.join(base, "mergegate", "hypothesis")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    return path
+
+
 def child_env() -> dict[str, str]:
     """The caller's environment without any PYTHON*/HYPOTHESIS* knob, hash seed fixed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "HYPOTHESIS"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "HYPOTHESIS", "MERGEGATE_"))}
     env["PYTHONHASHSEED"] = "0"  # one hash order for every run: per-seed determinism
     env["HYPOTHESIS_NO_PLUGINS"] = "1"
+    cache = hypothesis_cache()
+    if cache:
+        env["MERGEGATE_HYPOTHESIS_CACHE"] = cache
     return env
 
 

@@ -306,11 +306,19 @@ def _outcome(buf: bytes, status: int, timed_out: bool, timeout: float) -> dict[s
 
 
 def warm_up() -> None:
-    """Run one throwaway property so every lazy import and cache of Hypothesis is paid once, here."""
+    """Run one throwaway property so every lazy import and cache of Hypothesis is paid once, here.
+
+    Its unicode table (``st.text()``) is read from, or written once to, the gate's own Hypothesis
+    cache (``MERGEGATE_HYPOTHESIS_CACHE``): only this trusted side ever writes there.
+    """
     import tempfile  # noqa: F401 - used by each child's _prepare
 
-    from hypothesis import given, seed, settings
+    from hypothesis import configuration, given, seed, settings
     from hypothesis import strategies as st
+
+    cache = os.environ.get("MERGEGATE_HYPOTHESIS_CACHE")
+    if cache:
+        configuration.set_hypothesis_home_dir(cache)
 
     @seed(0)
     @settings(database=None, max_examples=3, deadline=None)
@@ -319,6 +327,23 @@ def warm_up() -> None:
         data.draw(st.sampled_from([1, 2]))
 
     warm()
+    configuration.set_hypothesis_home_dir(None)
+
+
+def scan_nothing_loaded_so_far() -> None:
+    """Keep Hypothesis from mining the gate's own source for constants to generate with.
+
+    Hypothesis draws literals from "local" modules (any not in site-packages): with an
+    editable install that would be mergegate itself, and seeds would give other examples
+    than on a wheel install.  The oracle and its helpers, loaded in the child, still count.
+    (A private API, used only if it is there: without it runs are slower, not wrong.)
+    """
+    with contextlib.suppress(Exception):
+        from hypothesis.internal.conjecture import providers
+
+        seen = getattr(providers, "_seen_modules", None)
+        if isinstance(seen, set):
+            seen.update(id(m) for m in list(sys.modules.values()))
 
 
 def zygote() -> None:
@@ -330,6 +355,7 @@ def zygote() -> None:
 
     state = worker.zygote_state()
     warm_up()
+    scan_nothing_loaded_so_far()
     # Everything loaded so far is shared by every child: keep the collector (Hypothesis runs it
     # for each test) off those objects, and their pages unwritten after the fork.
     gc.collect()

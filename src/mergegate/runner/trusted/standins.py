@@ -399,8 +399,10 @@ class RemoteType(type):
 
 
 # The import system's own attributes of a module: local, never asked of production.
+# ``__file__`` too: the evaluator never opens a path production chooses (Hypothesis reads the source
+# of "local" modules for constants; a stand-in has no source here).
 _MODULE_LOCAL = frozenset({"__path__", "__spec__", "__loader__", "__package__", "__name__", "__cached__",
-                           "__builtins__", "__getattr__", "__dir__", "__class__", "__dict__"})
+                           "__builtins__", "__getattr__", "__dir__", "__class__", "__dict__", "__file__"})
 
 
 class RemoteModule(types.ModuleType):
