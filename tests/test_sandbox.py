@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -235,3 +236,91 @@ def test_memory_is_bounded_for_the_whole_sandbox(bwrap_works: bool, tmp_path: Pa
     finally:
         subj.close()
     assert not any(c.exists() for c in subj.cgroups)
+
+
+# ---------------------------------------------------------------- the gate's bytecode for the subject
+
+PROBE_PYC = '''
+import sys
+VALUE = 41
+
+def where():
+    return {"cached": __cached__, "prefix": sys.pycache_prefix}
+
+def scribble(path):
+    try:
+        with open(path, "wb") as f:
+            f.write(b"x")
+        return "written"
+    except OSError as exc:
+        return type(exc).__name__
+'''
+
+
+def subject_with_bytecode(tmp_path: Path, files: dict[str, str], cache_home: Path,
+                          monkeypatch: pytest.MonkeyPatch) -> sandbox.Subject:
+    from mergegate.runner.subject import bytecode
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
+    tree = tmp_path / "tree"
+    for rel, text in files.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text)
+    pycache = bytecode.prepare(str(tree), (str(tree / "src"),), tmp_path / "pyc")
+    assert pycache is not None
+    spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), pycache=str(pycache))
+    return sandbox.Subject(spec, sandbox.BUBBLEWRAP, tmp_path, "c")
+
+
+def test_the_subject_imports_the_gates_bytecode_read_only(bwrap_works: bool, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    subj = subject_with_bytecode(tmp_path, {"src/probe.py": PROBE_PYC}, tmp_path / "cache", monkeypatch)
+    try:
+        probe = standins.Channel(subj.socket_path).request("import", "probe")
+        where = probe.where()
+        assert where["prefix"] == subj.spec.pycache and where["cached"].startswith(str(subj.spec.pycache))
+        assert Path(where["cached"]).is_file()
+        assert probe.scribble(where["cached"]) == "OSError"  # read-only: no side can poison another's bytecode
+    finally:
+        subj.close()
+
+
+def test_a_production_symlink_is_never_read_by_the_gate(bwrap_works: bool, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link to a host file named like a module: the compiler must not follow it into the cache."""
+    secret = tmp_path / "host-secret.py"
+    secret.write_text("TOKEN = 'hunter2'\n")
+    (tmp_path / "tree" / "src").mkdir(parents=True)
+    os.symlink(secret, tmp_path / "tree" / "src" / "leak.py")
+    subj = subject_with_bytecode(tmp_path, {"src/probe.py": PROBE_PYC}, tmp_path / "cache", monkeypatch)
+    try:
+        laid_out = [p.name for p in Path(str(subj.spec.pycache)).rglob("*.pyc")]
+        assert laid_out == [f"probe.{sys.implementation.cache_tag}.pyc"]
+        assert not any(b"hunter2" in p.read_bytes() for p in (tmp_path / "cache").rglob("*.pyc"))
+    finally:
+        subj.close()
+
+
+def test_a_poisoned_cache_entry_is_refused_by_its_source_hash(bwrap_works: bool, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checked-hash bytecode: a pyc whose recorded hash does not match the source is recompiled."""
+    import hashlib
+
+    from mergegate.runner.subject import bytecode
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = bytecode.cache_root()
+    assert root is not None
+    key = hashlib.sha256(PROBE_PYC.encode()).hexdigest()
+    evil_src = tmp_path / "evil.py"
+    evil_src.write_text(PROBE_PYC.replace("VALUE = 41", "VALUE = 666"))
+    import py_compile
+
+    (root / key[:2]).mkdir(parents=True, exist_ok=True)
+    py_compile.compile(str(evil_src), cfile=str(root / key[:2] / f"{key}.pyc"),
+                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    subj = subject_with_bytecode(tmp_path, {"src/probe.py": PROBE_PYC}, tmp_path / "cache", monkeypatch)
+    try:
+        assert standins.Channel(subj.socket_path).request("import", "probe").VALUE == 41
+    finally:
+        subj.close()

@@ -24,7 +24,7 @@ from mergegate.policy import Policy
 from mergegate.runner import rows as rowlib
 from mergegate.runner import specs as speclib
 from mergegate.runner.pool import Pool
-from mergegate.runner.subject import sandbox
+from mergegate.runner.subject import bytecode, sandbox
 from mergegate.runner.trees import Tree, files_matching, hidden_paths
 
 Task = tuple[Tree, speclib.Spec, int]
@@ -113,10 +113,15 @@ def _subjects(tasks: Sequence[Task], policy: Policy, scratch: Path) -> Iterator[
             limits = sandbox.Limits(memory_bytes=policy.runner.memory_mb << 20,
                                     max_processes=policy.runner.max_processes,
                                     cpu_seconds=int(policy.runner.timeout_s) + 2)
-            for i, tree in enumerate(trees.values()):
+            labels = [tree.label or f"tree{i}" for i, tree in enumerate(trees.values())]
+            with ThreadPoolExecutor(len(trees)) as compilers:  # compiling is CPU work in subprocesses
+                pycaches = list(compilers.map(
+                    lambda t, label: bytecode.prepare(str(t.root), t.prod_roots, scratch / f"pyc-{label}"),
+                    trees.values(), labels))
+            for tree, label, pycache in zip(trees.values(), labels, pycaches, strict=True):
                 subject_spec = sandbox.SubjectSpec(str(tree.root), tree.prod_roots, hidden_paths(tree.root, policy),
-                                                   preload, limits)
-                subject = sandbox.Subject(subject_spec, containment, scratch, tree.label or f"tree{i}")
+                                                   preload, limits, None if pycache is None else str(pycache))
+                subject = sandbox.Subject(subject_spec, containment, scratch, label)
                 stack.callback(subject.close)
                 out[tree.root] = subject
         yield out

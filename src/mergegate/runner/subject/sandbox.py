@@ -56,6 +56,7 @@ class SubjectSpec:
     masks: tuple[str, ...] = ()  # directories or files of the tree hidden from production
     preload: tuple[str, ...] = ()  # production modules imported once, before the fork server starts
     limits: Limits = field(default_factory=Limits)
+    pycache: str | None = None  # the gate's bytecode for this tree (``subject/bytecode.py``), read-only
 
 
 def python_dirs() -> list[str]:
@@ -87,6 +88,8 @@ def bwrap_argv(spec: SubjectSpec, command: Sequence[str], *, bwrap: str = BWRAP,
              "--dir", "/run/gate"]
     for d in python:
         argv += ["--ro-bind-try", d, d]
+    if spec.pycache:
+        argv += ["--ro-bind", spec.pycache, spec.pycache]
     argv += ["--ro-bind", str(SERVER.parent), "/run/gate/subject", "--ro-bind", str(PROTOCOL), "/run/gate/protocol"]
     argv += ["--ro-bind", spec.tree, spec.tree]
     for mask in spec.masks:
@@ -184,7 +187,7 @@ class Subject:
         return json.dumps({
             "listen_fd": self._listener.fileno(), "protocol": protocol, "tree": self.spec.tree,
             "prod_roots": list(self.spec.prod_roots), "site_dirs": site_dirs(),
-            "preload": list(self.spec.preload), "memory_bytes": lim.memory_bytes,
+            "preload": list(self.spec.preload), "pycache_prefix": self.spec.pycache, "memory_bytes": lim.memory_bytes,
             "max_processes": lim.max_processes, "max_file_bytes": lim.max_file_bytes,
             "cpu_seconds": lim.cpu_seconds,
         })

@@ -269,6 +269,8 @@ def main() -> None:
     codec, wire = load_protocol(config["protocol"])
     listener = socket.socket(fileno=int(config["listen_fd"]))
     sys.dont_write_bytecode = True
+    if config.get("pycache_prefix"):
+        sys.pycache_prefix = config["pycache_prefix"]  # the gate's checked-hash bytecode, read-only
     roots = list(config["prod_roots"])
     stdlib = [p for p in sys.path if p and not p.endswith(("site-packages", "dist-packages"))]
     sys.path[:] = [*stdlib, *roots, *config["site_dirs"]]
