@@ -115,8 +115,9 @@ def _subjects(tasks: Sequence[Task], policy: Policy, scratch: Path) -> Iterator[
                                     cpu_seconds=int(policy.runner.timeout_s) + 2)
             labels = [tree.label or f"tree{i}" for i, tree in enumerate(trees.values())]
             with ThreadPoolExecutor(len(trees)) as compilers:  # compiling is CPU work in subprocesses
+                tops = sorted({name.partition(".")[0] for name in preload})
                 pycaches = list(compilers.map(
-                    lambda t, label: bytecode.prepare(str(t.root), t.prod_roots, scratch / f"pyc-{label}"),
+                    lambda t, label: bytecode.prepare(str(t.root), t.prod_roots, scratch / f"pyc-{label}", tops),
                     trees.values(), labels))
             for tree, label, pycache in zip(trees.values(), labels, pycaches, strict=True):
                 subject_spec = sandbox.SubjectSpec(str(tree.root), tree.prod_roots, hidden_paths(tree.root, policy),

@@ -27,11 +27,13 @@ import resource
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 MAX_SOURCE = 8 << 20  # larger sources are left to the subject
 TIMEOUT_S = 300
+BUDGET_S = 20.0  # compiling new files stops here (a cold cache on a monorepo); cached ones are still laid out
 
 
 def cache_root() -> Path | None:
@@ -45,15 +47,16 @@ def cache_root() -> Path | None:
     return path
 
 
-def prepare(tree: str, roots: Sequence[str], dest: Path) -> Path | None:
+def prepare(tree: str, roots: Sequence[str], dest: Path, first: Sequence[str] = ()) -> Path | None:
     """Lay out bytecode for the production sources under ``roots`` as a pycache prefix at ``dest``.
 
-    Returns ``dest``, or None when nothing could be prepared (the subject then compiles itself).
+    ``first``: top-level names the oracles import, compiled before the rest while the budget
+    lasts.  Returns ``dest``, or None when nothing could be prepared (the subject compiles itself).
     """
     cache = cache_root()
     if cache is None:
         return None
-    job = {"tree": tree, "roots": list(roots), "cache": str(cache), "dest": str(dest)}
+    job = {"tree": tree, "roots": list(roots), "cache": str(cache), "dest": str(dest), "first": list(first)}
     try:
         proc = subprocess.run([sys.executable, "-s", "-S", "-P", __file__, json.dumps(job)],
                               capture_output=True, timeout=TIMEOUT_S, check=False, env={"PATH": "/usr/bin:/bin"})
@@ -83,8 +86,8 @@ def regular_sources(tree: str, roots: Sequence[str]) -> list[str]:
     return found
 
 
-def compiled(source: str, cache: Path) -> Path | None:
-    """The cached checked-hash pyc for ``source``'s bytes, compiling it if it is not there yet."""
+def compiled(source: str, cache: Path, may_compile: bool = True) -> Path | None:
+    """The cached checked-hash pyc for ``source``'s bytes, compiling it (if allowed) when it is not there."""
     fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as f:
         data = f.read(MAX_SOURCE + 1)
@@ -92,6 +95,8 @@ def compiled(source: str, cache: Path) -> Path | None:
     target = cache / key[:2] / f"{key}.pyc"
     if target.is_file():
         return target
+    if not may_compile:
+        return None
     target.parent.mkdir(exist_ok=True)
     staged = target.with_suffix(f".{os.getpid()}.tmp")
     with contextlib.suppress(py_compile.PyCompileError, SyntaxError, ValueError, OSError, RecursionError,
@@ -112,8 +117,9 @@ def compiled(source: str, cache: Path) -> Path | None:
 def lay_out(sources: Sequence[str], cache: Path, dest: Path) -> None:
     """``dest`` + each source's directory + ``name.<tag>.pyc``, as ``sys.pycache_prefix`` looks it up."""
     tag = sys.implementation.cache_tag
+    deadline = time.monotonic() + BUDGET_S
     for source in sources:
-        pyc = compiled(source, cache)
+        pyc = compiled(source, cache, may_compile=time.monotonic() < deadline)
         if pyc is None:
             continue
         head, name = os.path.split(source)
@@ -132,7 +138,10 @@ def main() -> None:
             resource.setrlimit(which, (limit, limit))
     dest = Path(job["dest"])
     dest.mkdir(parents=True)
-    lay_out(regular_sources(job["tree"], job["roots"]), Path(job["cache"]), dest)
+    sources = regular_sources(job["tree"], job["roots"])
+    first = tuple(f"/{name}/" for name in job.get("first", ())) + tuple(f"/{name}.py" for name in job.get("first", ()))
+    sources.sort(key=lambda path: not any(part in path for part in first))  # the oracles' imports first
+    lay_out(sources, Path(job["cache"]), dest)
 
 
 if __name__ == "__main__":
