@@ -402,7 +402,7 @@ def test_fractions_and_decimals_cross_both_ways(prod: Any) -> None:
 
 def test_a_production_class_is_true_without_asking_production(prod: Any) -> None:
     order, invalid = prod.Order, prod.InvalidOrder
-    channel = standins._ch(order)
+    channel = standins.channel_of(order)
     calls = channel.calls
     assert order and bool(invalid) and not not order  # noqa: SIM208
     assert channel.calls == calls  # no request at all: len() is never asked
@@ -444,7 +444,7 @@ def test_a_production_object_never_answers_for_the_propertys_own_data(prod: Any)
 
 
 def test_stop_iteration_only_ends_an_iteration_production_drives(prod: Any, subject: sandbox.Subject) -> None:
-    channel = standins._ch(prod)
+    channel = standins.channel_of(prod)
     stop = channel.request("op", "iter", channel.enc([[]]))  # an exhausted iterator in the subject
     with pytest.raises(StopIteration):
         next(stop)

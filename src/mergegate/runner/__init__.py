@@ -5,9 +5,10 @@ The folders say which side of the trust boundary a module runs on:
 
 - ``specs``, ``trees``, ``rows``, ``schedule``, ``pool``, ``signature``: the gate (parent) side.
 - ``trusted/``: the evaluator. Hypothesis, the property, its helpers and fixtures, the counter and
-  the result; it never imports production code (``evaluator``, ``standins``, ``report``).
+  the result; it never imports production code (``evaluator``; ``standins``, the import finder, over
+  ``channel``, ``proxies`` and ``faults``; ``report``).
 - ``subject/``: production code of one tree, contained (``server`` runs inside the sandbox that
-  ``sandbox`` builds).
+  ``sandbox`` builds, within ``cgroups``, importing the bytecode ``bytecode`` compiled).
 - ``protocol/``: the narrow channel between the two (``codec``, ``wire``), standard library only.
 - ``unsealed/``: the in-process runner for properties a person marked ``isolation: shared``.
 """

@@ -1,0 +1,178 @@
+"""The evaluator's connection to one subject: requests out, values decoded into this process's types.
+
+While it waits for a reply it serves the subject's callbacks (an oracle callable
+production was handed); whatever such a callback raises is re-raised when the
+production call returns, so production can never swallow the property's own errors.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mergegate.runner.protocol import codec, wire
+from mergegate.runner.trusted.faults import ProductionError, SealedCallError, SubjectGone
+from mergegate.runner.trusted.proxies import (
+    BUILTIN_EXCEPTIONS,
+    ITERATION_ENDS,
+    make_proxy,
+    remote_id,
+)
+
+
+class Channel:
+    """The evaluator's connection to one subject process (made on first use)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.endpoint: wire.Endpoint | None = None
+        self.proxies: dict[int, Any] = {}
+        self.callbacks: list[Callable[..., Any]] = []
+        self.callback_ids: dict[int, int] = {}
+        self.sticky: list[BaseException] = []
+        self.calls = 0
+
+    # -- the connection
+
+    def _endpoint(self) -> wire.Endpoint:
+        if self.endpoint is None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(self.path)
+            except OSError as exc:
+                sock.close()
+                raise SubjectGone(f"cannot reach the subject process: {exc}") from None
+            self.endpoint = wire.Endpoint(sock, self._serve_callback)
+        return self.endpoint
+
+    def request(self, *message: Any) -> Any:
+        self.calls += 1
+        try:
+            reply = self._endpoint().request(list(message))
+        except wire.ChannelClosed:
+            raise SubjectGone("the subject process ended during a call (crashed, exited or was killed)") from None
+        except codec.CodecError as exc:
+            # A frame that does not parse leaves the stream out of step: nothing after it is believed.
+            self._close()
+            raise SubjectGone(f"the subject broke the protocol: {exc}") from None
+        except OSError as exc:
+            raise SubjectGone(f"the channel to the subject failed: {exc}") from None
+        self._raise_sticky()
+        return self._result(reply, stop_allowed=message[:2] == ("op", "next"))
+
+    def _close(self) -> None:
+        if self.endpoint is not None:
+            self.endpoint.close()
+        self.endpoint = None
+
+    def _raise_sticky(self) -> None:
+        if self.sticky:
+            exc = self.sticky.pop(0)
+            self.sticky.clear()
+            raise exc
+
+    def _result(self, reply: list[Any], stop_allowed: bool) -> Any:
+        if reply[0] == "ok" and len(reply) >= 2:
+            return self.dec(reply[1])
+        if reply[0] == "err" and len(reply) == 6:
+            raise self._exception(reply, stop_allowed)
+        raise SealedCallError(f"the subject sent a malformed reply: {str(reply)[:120]}")
+
+    # -- values
+
+    def enc(self, value: Any) -> Any:
+        try:
+            return codec.encode(value, self._ref)
+        except codec.CodecError as exc:
+            raise SealedCallError(f"{exc}; sealed calls carry plain data, production objects and callables "
+                                  "(or mark the property isolation: shared)") from None
+
+    def _ref(self, obj: Any) -> list[Any]:
+        ref = remote_id(obj)
+        if ref is not None:
+            if ref[0] is not self:
+                raise codec.CodecError("a production object from another subject")
+            return ["h", ref[1]]
+        if callable(obj) and not isinstance(obj, type):
+            key = id(obj)
+            number = self.callback_ids.get(key)
+            if number is None:
+                number = self.callback_ids[key] = len(self.callbacks)
+                self.callbacks.append(obj)
+            return ["cb", number]
+        raise codec.CodecError(f"cannot pass a {type(obj).__qualname__} to production code")
+
+    def dec(self, data: Any) -> Any:
+        try:
+            return codec.decode(data, self._resolve)
+        except codec.CodecError as exc:
+            raise SealedCallError(f"the subject sent a malformed value: {exc}") from None
+
+    def _resolve(self, data: list[Any]) -> Any:
+        if data[0] == "h" and len(data) == 2 and data[1] in self.proxies:
+            return self.proxies[data[1]]
+        if data[0] == "H" and len(data) == 3 and type(data[1]) is int and type(data[2]) is list:
+            proxy = self.proxies.get(data[1])
+            if proxy is None:
+                proxy = self.proxies[data[1]] = make_proxy(self, data[1], data[2])
+            return proxy
+        raise codec.CodecError(f"unknown reference {str(data)[:80]}")
+
+    def _exception(self, reply: list[Any], stop_allowed: bool) -> BaseException:
+        _tag, qualname, builtin_name, cls_ref, message, obj_ref = reply
+        message = str(message)
+        if builtin_name in ITERATION_ENDS and not stop_allowed:
+            exc = ProductionError(f"{qualname} raised outside iteration (it would end the property's own loop): "
+                                  f"{message}")
+            exc.remote_type = str(qualname)
+            return exc
+        if cls_ref is None:
+            cls = BUILTIN_EXCEPTIONS.get(builtin_name) if builtin_name == qualname else None
+            if cls is not None:
+                try:
+                    return cls(message)
+                except Exception:  # a builtin whose constructor wants more: fall through
+                    pass
+            exc = ProductionError(f"{qualname}: {message}")
+            exc.remote_type = str(qualname)
+            return exc
+        cls = self.dec(cls_ref)
+        if not (isinstance(cls, type) and issubclass(cls, ProductionError)):
+            return ProductionError(f"{qualname}: {message}")
+        raised: BaseException = type.__call__(cls, message)
+        if obj_ref is not None:
+            raised.__dict__["_gate_obj"] = self.dec(obj_ref)
+        return raised
+
+    # -- callbacks: production calling an oracle callable
+
+    def _serve_callback(self, message: list[Any]) -> list[Any]:
+        if message[0] != "callback" or len(message) != 4 or type(message[1]) is not int \
+                or not 0 <= message[1] < len(self.callbacks):
+            return ["err", "ValueError", "the subject asked for an unknown callback"]
+        fn = self.callbacks[message[1]]
+        try:
+            args, kwargs = self.dec(message[2]), self.dec(message[3])
+            if type(args) is not list or type(kwargs) is not dict or not all(type(k) is str for k in kwargs):
+                raise SealedCallError("malformed callback arguments")
+            result = fn(*args, **kwargs)
+            return ["ok", self.enc(result)]
+        except BaseException as exc:
+            # Production may catch what it is told, but whatever the property's own code raised
+            # is re-raised when the call returns: the property's verdict is not production's to swallow.
+            self.sticky.append(exc)
+            return ["err", type(exc).__name__ if type(exc).__name__ in BUILTIN_EXCEPTIONS else "Exception",
+                    str(exc)[:2000]]
+
+    # -- the operations the stand-ins use
+
+    def call(self, target: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        # Arguments are copies: production can never write into the property's own values.
+        return self.request("call", self.enc(target), self.enc(list(args)), self.enc(kwargs))
+
+    def op(self, name: str, *args: Any) -> Any:
+        return self.request("op", name, self.enc(list(args)))
+
+    def getattr(self, target: Any, name: str) -> Any:
+        return self.request("getattr", self.enc(target), name)
