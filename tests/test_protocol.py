@@ -438,7 +438,15 @@ def test_a_production_object_never_answers_for_the_propertys_own_data(prod: Any)
         with pytest.raises(standins.SealedCallError, match="production"):
             attempt()
     other = prod.Order(11)
-    assert (order == other) is True  # two production objects: production's own __eq__ (always true here)
+    for attempt in (lambda: order == other, lambda: order != other, lambda: order < other,
+                    lambda: order in [other], lambda: sorted([order, other])):
+        with pytest.raises(standins.SealedCallError, match="decided by production"):
+            attempt()
+    same = order
+    with pytest.raises(standins.SealedCallError, match="decided by production"):
+        assert order == same  # even itself: an object whose quantize() returns itself must not "equal" it
+    assert order is same and order in [order, other]  # identity, which Python's `in` checks before `==`
+    assert prod.SINGLETON is prod.SINGLETON
     assert order.total == 10 and len(order) == 0 and order is not None
     assert not isinstance(5, prod.Order) and not isinstance(prod.money(3), prod.Order)
 

@@ -1246,12 +1246,65 @@ CLEARS_LINES = BROKEN_ORDERS.replace("    sub = subtotal(lines)\n    return sub 
 def test_production_cannot_rewrite_the_oracles_input_after_the_call(shop: Path) -> None:
     """order_total subtracts the tax, then empties ``lines``: the oracle's later subtotal(lines) is 0.
 
-    Sealed calls copy a mutable argument's final state back into the oracle's list, so the
-    oracle's ``total >= subtotal(lines)`` compares against an empty order.
+    Were a mutable argument's final state copied back into the oracle's list, the oracle's
+    ``total >= subtotal(lines)`` would compare against an empty order; arguments are copies.
     """
     assert "lines.clear()" in CLEARS_LINES
     assert_rejected(check(shop, agent_head(shop, "clear the oracle's lines", {"src/shop/orders.py": CLEARS_LINES})),
                     "prop.order_total")
+
+
+AGREES_WITH_ITSELF = '''
+from decimal import ROUND_HALF_UP, Decimal
+
+CENT = Decimal("0.01")
+
+
+class _Agreeable:
+    """Not a Decimal: its quantize() returns itself and it equals anything, itself included."""
+
+    def quantize(self, *args, **kwargs):
+        return self
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+
+def tax_for(amount, rate):
+    return _Agreeable()
+'''
+
+CENT_ONLY = '''
+from decimal import Decimal
+
+from hypothesis import given
+from hypothesis import strategies as st
+from shop.tax import tax_for
+
+
+@given(st.decimals(min_value=0, max_value=100_000, places=2), st.sampled_from(["0.2", "0.05", "0.07"]))
+def test_tax_is_whole_cents(amount, rate):
+    tax = tax_for(amount, rate)
+    assert tax == tax.quantize(Decimal("0.01"))
+'''
+
+
+def test_an_object_equal_to_itself_cannot_pass_a_property_that_compares_two_production_values(
+        tmp_path: Path) -> None:
+    """The property's only check compares two production values: that comparison is never production's."""
+    repo = init_repo(tmp_path / "cent")
+    files = base_files((repo / "gate.yaml").read_text(), fees=False)
+    files["oracles/properties/test_cent.py"] = CENT_ONLY
+    files["oracles/catalog/prop.tax_cent.yaml"] = (
+        "id: prop.tax_cent\noracle: oracles/properties/test_cent.py::test_tax_is_whole_cents\n"
+        'claim: "tax is whole cents"\nmax_examples: 15\n')
+    files["oracles/catalog/claimed.yaml"] = f"claimed: [{', '.join([*DEMO_PROPS, 'prop.tax_cent'])}]\n"
+    sign_and_commit(repo, files, "the shop, with a one-line property")
+    res = check(repo, agent_head(repo, "agreeable tax", {"src/shop/tax.py": AGREES_WITH_ITSELF}))
+    assert_rejected(res, "prop.tax_cent")
+    assert any("decided by production" in str(r.get("error")) for r in res.head_rows() if r["prop"] == "prop.tax_cent")
 
 
 GATE_TELLS = '''

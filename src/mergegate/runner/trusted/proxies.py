@@ -141,10 +141,21 @@ def _forward(name: str, reflected: bool = False, strict: bool = False) -> Callab
     return method
 
 
-# Comparisons, arithmetic and membership with a production object are production's answers to a
-# question about the property's data.  Between two production objects that is production's own
-# semantics (documented); with plain data it is refused, so an object that "equals" everything can
-# never stand in for the plain value a property expected.
+def _verdict(name: str) -> Callable[..., Any]:
+    """A comparison or membership test: its answer would decide the verdict, so it is never asked."""
+    def method(self: Any, other: Any) -> Any:
+        raise SealedCallError(
+            f"`{name}` on a production object would be decided by production code, not by Python: compare plain "
+            "data instead (int(x), str(x), x.total, vars(x)) or identity (x is y), or mark the property "
+            "isolation: shared")
+    return method
+
+
+# Comparisons and membership on a production object are production's answers to the property's
+# question, whatever the other side is (itself included: an object whose quantize() returns itself
+# would "equal" its rounding).  They are refused; ``is`` tests identity.  Arithmetic yields a
+# value, not a verdict: between production objects it forwards; with the property's own data it
+# is refused too.
 _BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift", "rshift",
            "and", "or", "xor")
 for _name in _BINARY:
@@ -153,10 +164,10 @@ for _name in _BINARY:
     setattr(Remote, f"__r{_name}__", _forward(_op, reflected=True, strict=True))
     setattr(Remote, f"__i{_name}__", _forward("i" + _name, strict=True))
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    setattr(Remote, f"__{_name}__", _forward(_name, strict=True))
+    setattr(Remote, f"__{_name}__", _verdict(_name))
 setattr(Remote, "__divmod__", _forward("divmod", strict=True))  # noqa: B010
 setattr(Remote, "__rdivmod__", _forward("divmod", reflected=True, strict=True))  # noqa: B010
-setattr(Remote, "__contains__", lambda self, item: _forward("contains", strict=True)(self, item) is True)  # noqa: B010
+setattr(Remote, "__contains__", lambda self, item: _verdict("in")(self, item))  # noqa: B010
 for _name in ("neg", "pos", "abs", "invert", "index", "getitem", "setitem", "delitem", "int", "float",
               "complex", "format", "round", "bytes"):
     setattr(Remote, f"__{_name}__", _forward(_name))
@@ -197,9 +208,7 @@ class RemoteType(type):
         return channel_of(cls).op("getitem", cls, key)
 
     def __contains__(cls, item: Any) -> bool:
-        if not _is_remote(item):
-            raise _refuse("in", item)
-        return channel_of(cls).op("contains", cls, item) is True
+        return bool(_verdict("in")(cls, item))
 
     def __repr__(cls) -> str:
         return f"<production class {type.__getattribute__(cls, '__qualname__')}>"
