@@ -1307,6 +1307,34 @@ def test_an_object_equal_to_itself_cannot_pass_a_property_that_compares_two_prod
     assert any("decided by production" in str(r.get("error")) for r in res.head_rows() if r["prop"] == "prop.tax_cent")
 
 
+READS_A_HOST_FILE = '''
+from decimal import ROUND_HALF_UP, Decimal
+
+CENT = Decimal("0.01")
+
+try:
+    from shop.host_secret import HIDE
+except Exception:
+    HIDE = False
+
+
+def tax_for(amount, rate):
+    places = CENT if HIDE else Decimal(1)  # the bug, hidden only where the linked host file can be read
+    return (amount * Decimal(rate)).quantize(places, rounding=ROUND_HALF_UP)
+'''
+
+
+def test_a_production_symlink_to_a_host_file_reaches_neither_the_sandbox_nor_the_bytecode(
+        shop: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "host_secret.py"
+    secret.write_text("HIDE = True  # s3cr3t-token-on-the-host\n")
+    head = agent_head(shop, "link a host file", {"src/shop/tax.py": READS_A_HOST_FILE},
+                      symlinks={"src/shop/host_secret.py": str(secret)})
+    assert_rejected(check(shop, head), "prop.tax_round")
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mergegate" / "pyc"
+    assert not any(b"s3cr3t-token-on-the-host" in p.read_bytes() for p in cache.rglob("*.pyc"))
+
+
 GATE_TELLS = '''
 import os
 import sys
