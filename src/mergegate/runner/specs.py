@@ -15,7 +15,7 @@ from pathlib import Path
 from mergegate import catalog, gitio, yamlio
 from mergegate.errors import ConfigError
 from mergegate.policy import FIXTURE, ORACLE, PRODUCTION, Policy
-from mergegate.runner.trees import literal_prefix
+from mergegate.runner.trees import import_roots
 
 # Names the trusted side never hands to production: the standard library (the subject
 # resolves these to the standard library too, so a production module so named is dead code).
@@ -82,19 +82,6 @@ def check_function(prop: catalog.Property, source: bytes, entry_bytes: bytes) ->
                           "name a test function the oracle file defines")
 
 
-def import_roots(policy: Policy, paths: frozenset[str]) -> list[str]:
-    """Import roots of the production globs, as ``trees.production_roots`` finds them on disk."""
-    roots = []
-    for pattern in policy.paths.production:
-        root = literal_prefix(pattern)
-        if root in paths:  # a file: its directory
-            root = root.rpartition("/")[0]
-        while root and f"{root}/__init__.py" in paths:
-            root = root.rpartition("/")[0]
-        roots.append(root)
-    return sorted(set(roots), key=len, reverse=True)
-
-
 def production_names(paths: Iterable[str], policy: Policy) -> set[str]:
     """Top-level import names of the production files among ``paths`` (``src/shop/tax.py`` -> shop).
 
@@ -103,7 +90,7 @@ def production_names(paths: Iterable[str], policy: Policy) -> set[str]:
     of that name.
     """
     every = frozenset(paths)
-    roots = import_roots(policy, every)
+    roots = sorted(import_roots(policy.paths.production, every.__contains__), key=len, reverse=True)
     names = set()
     for path in every:
         if not path.endswith((".py", ".so", ".pyd")) or policy.classify(path) != PRODUCTION:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,18 +31,26 @@ def literal_prefix(pattern: str) -> str:
     return "/".join(parts)
 
 
+def import_roots(patterns: Sequence[str], is_file: Callable[[str], bool]) -> list[str]:
+    """Import roots (relative) of production globs: ``src/**`` -> src; a package dir -> its parent.
+
+    ``is_file`` answers for a relative path, on disk or in a git listing.
+    """
+    roots = []
+    for pattern in patterns:
+        root = literal_prefix(pattern)
+        if root and is_file(root):  # a file: its directory
+            root = root.rpartition("/")[0]
+        while root and is_file(f"{root}/__init__.py"):
+            root = root.rpartition("/")[0]
+        roots.append(root)
+    return list(dict.fromkeys(roots))
+
+
 def production_roots(root: Path, policy: Policy) -> tuple[str, ...]:
-    """Import roots for the production globs: ``src/**`` -> src; a package dir -> its parent."""
-    found: list[str] = []
-    for pattern in policy.paths.production:
-        prefix = literal_prefix(pattern)
-        path = root / prefix if prefix else root
-        if path.is_file():
-            path = path.parent
-        while path != root and (path / "__init__.py").exists():
-            path = path.parent
-        found.append(str(path))
-    return tuple(dict.fromkeys(found))
+    """Absolute import roots of the production globs in the tree at ``root``."""
+    found = import_roots(policy.paths.production, lambda rel: (root / rel).is_file())
+    return tuple(str(root / r) if r else str(root) for r in found)
 
 
 def files_matching(root: Path, patterns: Sequence[str]) -> dict[str, bytes]:
