@@ -73,6 +73,21 @@ def oracle_module(job: dict[str, Any], oracle_path: str) -> types.ModuleType:
     return module
 
 
+def rebuild(counted: Any, handle: Any, fn: Any, job: dict[str, Any], given: Any, settings: Any, seed: Any,
+            parent: Any) -> Any:
+    """The property again, from its real ``@given`` handle, around ``counted`` (its body behind a counter),
+    with its explicit examples, the gate's settings on ``parent`` and the job's seed."""
+    import inspect
+
+    del counted.__wrapped__
+    counted.__signature__ = inspect.signature(handle.inner_test)
+    test = given(**handle._given_kwargs)(counted)
+    explicit = getattr(fn, "hypothesis_explicit_examples", None)
+    if explicit:
+        test.hypothesis_explicit_examples = list(explicit)
+    return seed(int(job["seed"]))(gate_settings(settings, parent, job)(test))
+
+
 def not_a_property(job: dict[str, Any], rel: str) -> dict[str, Any]:
     return {"status": "fail", "witness": f"NotAProperty:{rel}",
             "error": f"{job['function']} is not a Hypothesis @given test"}
@@ -94,7 +109,6 @@ def verdict(failure: BaseException | None, examples: int, oracle_path: str, rel:
 def run_sealed(job: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     """Run one property x seed with production behind stand-ins; return the outcome."""
     import functools
-    import inspect
 
     import hypothesis
     from hypothesis.core import HypothesisHandle
@@ -133,14 +147,9 @@ def run_sealed(job: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
         completed[0] += 1  # examples that completed, not calls
         return out
 
-    del counted.__wrapped__
-    counted.__signature__ = inspect.signature(inner)  # type: ignore[attr-defined]
-    test = hypothesis.given(**handle._given_kwargs)(counted)
-    explicit = getattr(fn, "hypothesis_explicit_examples", None)
-    if explicit:
-        test.hypothesis_explicit_examples = list(explicit)  # type: ignore[attr-defined]
     settings = hypothesis.settings
-    test = hypothesis.seed(int(job["seed"]))(gate_settings(settings, settings.get_profile("default"), job)(test))
+    test = rebuild(counted, handle, fn, job, hypothesis.given, settings, hypothesis.seed,
+                   settings.get_profile("default"))
     failure: BaseException | None = None
     try:
         test()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
-import inspect
 import os
 import sys
 from typing import Any
@@ -32,7 +31,7 @@ def run_shared(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[
     check, tamper, site, cex = g.tampered, _tamper, report.assertion_site, report.counterexample
     given, settings, seed_ = hypothesis.given, hypothesis.settings, hypothesis.seed
     pristine = settings.get_profile("default")
-    gate_settings = evaluator.gate_settings
+    rebuild = evaluator.rebuild
     source: bytes = job["source"].encode("utf-8", "surrogateescape")
     oracle_path = os.path.join(job["trusted_root"], job["oracle_file"])
     rel = job["oracle_file"]
@@ -79,13 +78,7 @@ def run_shared(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[
         counter[0] += 1  # examples that completed, not calls
         return out
 
-    del counted.__wrapped__
-    counted.__signature__ = inspect.signature(inner)  # type: ignore[attr-defined]
-    test = given(**handle._given_kwargs)(counted)
-    explicit = getattr(fn, "hypothesis_explicit_examples", None)
-    if explicit:
-        test.hypothesis_explicit_examples = list(explicit)  # type: ignore[attr-defined]
-    test = seed_(int(job["seed"]))(gate_settings(settings, pristine, job)(test))
+    test = rebuild(counted, handle, fn, job, given, settings, seed_, pristine)
     failure: BaseException | None = None
     try:
         test()
