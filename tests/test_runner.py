@@ -389,3 +389,24 @@ def test_production_text_reaches_the_terminal_escaped(shop: Path, tmp_path: Path
     for out in (proc.stderr, table.stdout, (tmp_path / "o.jsonl").read_text()):
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
     assert "\\x1b]0;owned\\x07" in proc.stderr and "\\x1b]0;owned\\x07" in table.stdout
+
+
+@pytest.fixture(scope="module")
+def shared_shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo shop with prop.tax_round marked isolation: shared (production in the property's process)."""
+    repo = init_repo(tmp_path_factory.mktemp("shared"))
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["oracles/catalog/prop.tax_round.yaml"] = files["oracles/catalog/prop.tax_round.yaml"] + "isolation: shared\n"  # type: ignore[operator]
+    sign_and_commit(repo, files, "tax_round runs shared")
+    return repo
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_the_shared_runner_keeps_its_guards(shared_shop: Path, attack: str) -> None:
+    """isolation: shared has no boundary, only in-process guards: each attack still ends in a fail."""
+    write(shared_shop, {"src/shop/tax.py": ATTACKS[attack] + BROKEN_TAX})
+    try:
+        rows = run_rows(shared_shop, "--only", "prop.tax_round", "--seeds", "11")
+    finally:
+        git(shared_shop, "checkout", "--", "src/shop/tax.py")
+    assert rows and all(r["status"] == "fail" and r["isolation"] == "shared" for r in rows), rows
