@@ -277,7 +277,7 @@ def test_bad_inputs_are_clear_errors(tmp_path: Path) -> None:
     sign_and_commit(repo, {"oracles/catalog/prop.ghost.yaml": catalog_entry(
         "prop.ghost", "test_missing", file="oracles/properties/test_tax.py")}, "missing function")
     proc = gate(repo, "run", "--rev", "HEAD", "--out", str(tmp_path / "o.jsonl"))
-    assert proc.returncode == 2 and "has no function test_missing" in proc.stderr
+    assert proc.returncode == 2 and "has no test 'test_missing'" in proc.stderr
 
     sign_and_commit(repo, {"oracles/properties/test_ghost.py": "import no_such_module_anywhere\n\n"
                            "def test_x():\n    pass\n",

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mergegate import globs, yamlio
+from mergegate import globs, nodeids, yamlio
 from mergegate.errors import ConfigError
 
 CLAIMED_FILE = "claimed.yaml"
@@ -25,7 +25,7 @@ class Property:
 
     id: str
     oracle_file: str
-    oracle_function: str
+    oracle_function: str  # the node id after the file: test_y, TestX::test_y, test_y[a-1], TestMachine
     claim: str
     canary: bool = False
     quarantine_eligible: bool = False
@@ -34,6 +34,10 @@ class Property:
     covers: tuple[str, ...] = ()
     source: str = ""  # the catalog file this entry came from
     isolation: str = "sealed"  # shared: a person decided it cannot run sealed (production in its process)
+
+    @property
+    def node_id(self) -> nodeids.NodeId:
+        return nodeids.parse(self.oracle)
 
     @property
     def oracle(self) -> str:
@@ -60,9 +64,11 @@ def parse_entry(text: str | bytes, source: str) -> Property:
     if not _ID.fullmatch(pid):
         raise doc.error(("id",), f"bad property id {pid!r}", "use letters, digits, '.', '_' and '-'")
     oracle = yamlio.expect(doc, ("oracle",), raw["oracle"], str, "path/to/file.py::test_function")
-    file_, sep, func = oracle.rpartition("::")
-    if not sep or not file_.endswith(".py") or not func.isidentifier():
-        raise doc.error(("oracle",), f"bad oracle {oracle!r}", "write oracle: path/to/file.py::test_function")
+    try:
+        node_id = nodeids.parse(oracle)
+    except nodeids.NodeIdError as exc:
+        raise doc.error(("oracle",), str(exc), "write a pytest node id: path/to/test_x.py::test_y, "
+                        "path/to/test_x.py::TestClass::test_y or path/to/test_x.py::test_y[param]") from None
     claim = yamlio.expect(doc, ("claim",), raw["claim"], str, "a one-line claim")
     flags = {}
     for key in ("canary", "quarantine_eligible"):
@@ -76,11 +82,14 @@ def parse_entry(text: str | bytes, source: str) -> Property:
     if isolation not in ISOLATIONS:
         raise doc.error(("isolation",), f"bad isolation {isolation!r}",
                         "write isolation: sealed (the default) or isolation: shared")
+    if isolation == "shared" and (len(node_id.names) != 1 or node_id.param):
+        raise doc.error(("isolation",), "isolation: shared runs a top-level @given function only",
+                        "name a top-level function (file.py::test_y) or run the test sealed")
     return Property(
         id=pid,
         isolation=isolation,
-        oracle_file=file_,
-        oracle_function=func,
+        oracle_file=node_id.file,
+        oracle_function=node_id.rest,
         claim=claim,
         fixtures=yamlio.str_list(doc, ("fixtures",), raw.get("fixtures") or []),
         max_examples=max_examples,

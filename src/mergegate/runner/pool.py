@@ -53,9 +53,10 @@ def hypothesis_cache() -> str | None:
 
 def child_env() -> dict[str, str]:
     """The caller's environment without any PYTHON*/HYPOTHESIS* knob, hash seed fixed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "HYPOTHESIS", "MERGEGATE_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "HYPOTHESIS", "MERGEGATE_", "PYTEST"))}
     env["PYTHONHASHSEED"] = "0"  # one hash order for every run: per-seed determinism
     env["HYPOTHESIS_NO_PLUGINS"] = "1"
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the trusted session loads pytest's own plugins and the gate's
     cache = hypothesis_cache()
     if cache:
         env["MERGEGATE_HYPOTHESIS_CACHE"] = cache

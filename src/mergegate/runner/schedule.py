@@ -219,7 +219,7 @@ def _job(index: int, tree: Tree, spec: speclib.Spec, seed: int, policy: Policy, 
     job: dict[str, Any] = {
         "id": index, "prop": spec.prop.id, "seed": seed, "isolation": spec.prop.isolation,
         "trusted_root": str(trusted_root), "oracle_file": spec.prop.oracle_file,
-        "function": spec.prop.oracle_function, "source": spec.source.decode("utf-8", "surrogateescape"),
+        "function": spec.prop.oracle_function, "nodeid": spec.prop.oracle, "source": spec.source.decode("utf-8", "surrogateescape"),
         "max_examples": spec.prop.max_examples, "oracle_root": oracle_root, "module": module,
         "timeout": policy.runner.timeout_s, "pycache": str(scratch / "pycache"), "home": str(scratch / "home"),
         "stderr": str(scratch / f"stderr-{index}.log"), "cwd": str(trusted_root if sealed else tree.root),

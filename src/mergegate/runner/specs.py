@@ -7,12 +7,13 @@ in ``gate check``), never from a work tree.
 from __future__ import annotations
 
 import ast
+
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mergegate import catalog, gitio, yamlio
+from mergegate import catalog, gitio, nodeids, yamlio
 from mergegate.errors import ConfigError
 from mergegate.policy import FIXTURE, ORACLE, PRODUCTION, Policy
 from mergegate.runner.trees import import_roots
@@ -39,6 +40,11 @@ class Spec:
     source: bytes
     spec_hash: str
     trusted: Trusted = field(default_factory=lambda: Trusted(""))
+    kind: str = nodeids.HYPOTHESIS  # nodeids.PLAIN: deterministic, one run per side (seeds do not apply)
+
+    @property
+    def seeds_apply(self) -> bool:
+        return self.kind != nodeids.PLAIN
 
 
 def load_specs(rev: str, policy: Policy, cwd: str | Path | None = None) -> tuple[catalog.Catalog, list[Spec]]:
@@ -64,22 +70,19 @@ def load_specs(rev: str, policy: Policy, cwd: str | Path | None = None) -> tuple
             raise ConfigError(prop.source, line, f"oracle file {prop.oracle_file} does not exist at {rev[:12]}",
                               "commit the oracle file or fix the catalog entry's oracle: path")
         source = blobs[oracle.sha]
-        check_function(prop, source, entry_bytes)
-        specs.append(Spec(prop, source, catalog.spec_hash(entry_bytes, source), trusted))
+        kind = check_function(prop, source, entry_bytes)
+        specs.append(Spec(prop, source, catalog.spec_hash(entry_bytes, source), trusted, kind))
     return cat, specs
 
 
-def check_function(prop: catalog.Property, source: bytes, entry_bytes: bytes) -> None:
-    """The oracle file must parse and define the catalog's test function at top level."""
+def check_function(prop: catalog.Property, source: bytes, entry_bytes: bytes) -> str:
+    """The oracle file must parse and define the test the node id names; its kind (nodeids.PLAIN/HYPOTHESIS)."""
     try:
-        tree = ast.parse(source, prop.oracle_file)
-    except SyntaxError as exc:
-        raise ConfigError(prop.oracle_file, exc.lineno, f"syntax error: {exc.msg}", "fix the oracle file") from None
-    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    if prop.oracle_function not in names:
+        return nodeids.resolve(prop.node_id, source)
+    except nodeids.NodeIdError as exc:
         line = yamlio.load(entry_bytes, prop.source).line(("oracle",))
-        raise ConfigError(prop.source, line, f"{prop.oracle_file} has no function {prop.oracle_function}",
-                          "name a test function the oracle file defines")
+        raise ConfigError(prop.source, line, str(exc), "name a test the oracle file defines "
+                          "(gate catalog status lists them)") from None
 
 
 def production_names(paths: Iterable[str], policy: Policy) -> set[str]:

@@ -37,15 +37,28 @@ MSG_LIMIT = 4 << 20
 # ---------------------------------------------------------------- shared by both kinds of child
 
 
-def gate_settings(settings: Any, parent: Any, job: dict[str, Any]) -> Any:
-    """The gate's settings for a run: its examples, no database, no deadline, no explain phase."""
+def bounded_settings(settings: Any, own: Any, job: dict[str, Any]) -> Any:
+    """The test's own settings within the gate's bounds.
+
+    Honoured as the test sets them: health checks it suppresses, ``stateful_step_count``,
+    a deadline it sets, its phases (generation always on, the explain phase off).
+    Never the test's: the catalog's ``max_examples`` is a floor (a test may ask for more),
+    the example database is off, the seed is the gate's (``derandomize`` off), one bug
+    reported, no reproduction blob.  A setting the test leaves at Hypothesis's default
+    is not "set": the gate's default (no deadline) applies.
+    """
     from hypothesis import HealthCheck, Phase
 
+    default = settings.get_profile("default")
+    floor = int(job["max_examples"])
+    examples = max(floor, own.max_examples) if own.max_examples != default.max_examples else floor
+    deadline = own.deadline if own.deadline != default.deadline else None
+    phases = tuple(p for p in Phase if p is not Phase.explain and (p in own.phases or p is Phase.generate))
+    suppress = {*own.suppress_health_check, HealthCheck.too_slow, HealthCheck.differing_executors}
     return settings(
-        parent, max_examples=int(job["max_examples"]), database=None, derandomize=False,
-        deadline=None, report_multiple_bugs=False, print_blob=False,
-        phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink),
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors],
+        own, max_examples=examples, database=None, derandomize=False, deadline=deadline,
+        report_multiple_bugs=False, print_blob=False, phases=phases,
+        suppress_health_check=sorted(suppress, key=lambda h: h.value),
     )
 
 
@@ -76,7 +89,7 @@ def oracle_module(job: dict[str, Any], oracle_path: str) -> types.ModuleType:
 def rebuild(counted: Any, handle: Any, fn: Any, job: dict[str, Any], given: Any, settings: Any, seed: Any,
             parent: Any) -> Any:
     """The property again, from its real ``@given`` handle, around ``counted`` (its body behind a counter),
-    with its explicit examples, the gate's settings on ``parent`` and the job's seed."""
+    with its explicit examples, ``parent`` (its own settings) within the gate's bounds and the job's seed."""
     import inspect
 
     del counted.__wrapped__
@@ -85,7 +98,7 @@ def rebuild(counted: Any, handle: Any, fn: Any, job: dict[str, Any], given: Any,
     explicit = getattr(fn, "hypothesis_explicit_examples", None)
     if explicit:
         test.hypothesis_explicit_examples = list(explicit)
-    return seed(int(job["seed"]))(gate_settings(settings, parent, job)(test))
+    return seed(int(job["seed"]))(bounded_settings(settings, parent, job)(test))
 
 
 def not_a_property(job: dict[str, Any], rel: str) -> dict[str, Any]:
@@ -107,60 +120,15 @@ def verdict(failure: BaseException | None, examples: int, oracle_path: str, rel:
 
 
 def run_sealed(job: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    """Run one property x seed with production behind stand-ins; return the outcome."""
-    import functools
-
-    import hypothesis
-    from hypothesis.core import HypothesisHandle
-
-    from mergegate.runner.trusted import report, standins
+    """Run one node id x seed as a pytest session with production behind stand-ins; return the outcome."""
+    from mergegate.runner.trusted import session, standins
 
     names = frozenset(job["production_names"])
     for name in [n for n in sys.modules if n.partition(".")[0] in names]:
         del sys.modules[name]  # the gate's own copy of a module production owns is not the tree's
     finder = standins.install(names, job["subject_socket"])
-    oracle_path = os.path.join(job["trusted_root"], job["oracle_file"])
-    rel = job["oracle_file"]
-    sys.path.insert(0, job["oracle_root"])
     result["opened"] = watch_opens(job["trusted_root"])
-    module = oracle_module(job, oracle_path)
-    source = job["source"].encode("utf-8", "surrogateescape")
-    try:
-        exec(compile(source, oracle_path, "exec", dont_inherit=True), vars(module))
-    except standins.SubjectGone as exc:
-        return {"status": "fail", "witness": "Crash:subject", "error": f"importing production: {exc}"}
-    except standins.ProductionImportError as exc:  # the tree's production is broken: a fail, not a load error
-        return {"status": "fail", "witness": report.assertion_site(exc, oracle_path, rel), "error": str(exc)[:2000]}
-    except BaseException as exc:
-        return {"status": "fail", "witness": report.assertion_site(exc, oracle_path, rel),
-                "error": f"loading the oracle: {type(exc).__name__}: {exc}"[:2000]}
-    fn = vars(module).get(job["function"])
-    handle = getattr(fn, "__dict__", {}).get("hypothesis")
-    if type(handle) is not HypothesisHandle:
-        return not_a_property(job, rel)
-    inner = handle.inner_test
-    completed = [0]
-
-    @functools.wraps(inner)
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        out = inner(*args, **kwargs)
-        completed[0] += 1  # examples that completed, not calls
-        return out
-
-    settings = hypothesis.settings
-    test = rebuild(counted, handle, fn, job, hypothesis.given, settings, hypothesis.seed,
-                   settings.get_profile("default"))
-    failure: BaseException | None = None
-    try:
-        test()
-    except standins.SubjectGone as exc:
-        result["examples"] = completed[0]
-        return {"status": "fail", "witness": "Crash:subject", "error": f"{exc} (after {completed[0]} examples)"}
-    except BaseException as exc:
-        failure = exc
-    result["examples"] = completed[0]
-    result["calls"] = finder.channel.calls
-    return verdict(failure, completed[0], oracle_path, rel, report.assertion_site, report.counterexample)
+    return session.run(job, finder, result)
 
 
 # ---------------------------------------------------------------- the child process
@@ -339,6 +307,19 @@ def warm_up() -> None:
     configuration.set_hypothesis_home_dir(None)
 
 
+def preload_pytest() -> None:
+    """Import pytest and its built-in plugins once, here: every child's session starts warm."""
+    import importlib
+
+    import pytest  # noqa: F401
+    from _pytest.config import default_plugins
+
+    for name in default_plugins:
+        with contextlib.suppress(Exception):
+            importlib.import_module(f"_pytest.{name}")
+    import hypothesis.stateful  # noqa: F401
+
+
 def scan_nothing_loaded_so_far() -> None:
     """Keep Hypothesis from mining the gate's own source for constants to generate with.
 
@@ -363,6 +344,7 @@ def zygote() -> None:
     from mergegate.runner.unsealed import worker
 
     state = worker.zygote_state()
+    preload_pytest()
     warm_up()
     scan_nothing_loaded_so_far()
     # Everything loaded so far is shared by every child: keep the collector (Hypothesis runs it

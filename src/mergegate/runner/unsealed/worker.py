@@ -78,7 +78,8 @@ def run_shared(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[
         counter[0] += 1  # examples that completed, not calls
         return out
 
-    test = rebuild(counted, handle, fn, job, given, settings, seed_, pristine)
+    own = getattr(fn, "_hypothesis_internal_use_settings", None)
+    test = rebuild(counted, handle, fn, job, given, settings, seed_, own if isinstance(own, settings) else pristine)
     failure: BaseException | None = None
     try:
         test()

@@ -1,0 +1,212 @@
+"""The sealed child's pytest session: one catalog node id, collected and run over the trusted oracle tree.
+
+The session is pytest's own (collection, fixtures from the oracle tree's
+``conftest.py`` files, classes, parametrization, unittest cases), configured by
+the gate alone: an empty ini file of ours (``-c``), so no ``pytest.ini``,
+``pyproject.toml``, ``setup.cfg`` or ``tox.ini`` of the repository is read; the
+conftest search stops at the trusted tree's root; no plugin is autoloaded; no
+cache is written.  Every production import is answered by the stand-in finder,
+which this plugin keeps first on ``sys.meta_path``.
+
+How each collected item runs (``item.runtest`` is replaced):
+- a ``@given`` test: rebuilt from its Hypothesis handle around a counter of
+  completed examples, with its own settings within the gate's bounds
+  (``evaluator.bounded_settings``) and the gate's seed;
+- a state machine's ``TestCase``: the machine run the same way;
+- anything else, a plain test: once; one completed run counts as one example.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from typing import Any
+
+INI = "[pytest]\n"
+
+
+class GatePlugin:
+    """Collect exactly the node id; run its items under the gate's rules; keep what decides the verdict."""
+
+    def __init__(self, job: dict[str, Any], finder: Any, oracle_path: str, rel: str) -> None:
+        self.job, self.finder, self.oracle_path, self.rel = job, finder, oracle_path, rel
+        self.items: list[Any] = []
+        self.examples = 0
+        self.kinds: set[str] = set()
+        self.failure: BaseException | None = None
+        self.failed_report: Any = None
+        self.skipped_report: Any = None
+        self.collect_failure: BaseException | None = None
+        self.collect_report: Any = None
+
+    def _front(self) -> None:
+        import sys
+
+        if sys.meta_path and sys.meta_path[0] is not self.finder:
+            sys.meta_path.remove(self.finder)
+            sys.meta_path.insert(0, self.finder)  # before pytest's assertion rewriter: production is never a file
+
+    def pytest_configure(self, config: Any) -> None:
+        self._front()
+
+    def pytest_collectstart(self, collector: Any) -> None:
+        self._front()
+        original = collector.collect
+
+        def collect() -> Any:
+            try:
+                return list(original())
+            except BaseException as exc:
+                cause: BaseException = exc
+                while cause.__cause__ is not None:  # pytest's CollectError wraps the import's own error
+                    cause = cause.__cause__
+                self.collect_failure = self.collect_failure or cause
+                raise
+
+        collector.collect = collect
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed and self.collect_report is None:
+            self.collect_report = report
+
+    def pytest_collection_modifyitems(self, session: Any, config: Any, items: list[Any]) -> None:
+        for item in items:
+            item.runtest = functools.partial(self._run, item, item.runtest)
+        self.items = list(items)
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.failed and self.failed_report is None:
+            self.failed_report = report
+        elif report.skipped and not hasattr(report, "wasxfail") and self.skipped_report is None:
+            self.skipped_report = report
+
+    # ------------------------------------------------------------ running one item
+
+    def _run(self, item: Any, original: Any) -> None:
+        from hypothesis.core import HypothesisHandle
+
+        function = getattr(item, "obj", None)
+        handle = getattr(function, "hypothesis", None)
+        machine = getattr(function, "_hypothesis_state_machine_class", None)
+        try:
+            if type(handle) is HypothesisHandle and getattr(item, "funcargs", None) is not None:
+                self.kinds.add("hypothesis")
+                self._given(item, function, handle)
+            elif machine is not None:
+                self.kinds.add("hypothesis")
+                self._machine(item, machine)
+            else:
+                self.kinds.add("plain")
+                original()
+                excinfo = getattr(item, "_excinfo", None)  # a unittest case reports its failure here
+                if not excinfo:
+                    self.examples += 1
+                elif self.failure is None:
+                    self.failure = excinfo[0].value
+        except BaseException as exc:
+            if self.failure is None:
+                self.failure = exc
+            raise
+
+    def _counted(self, inner: Any) -> Any:
+        @functools.wraps(inner)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            out = inner(*args, **kwargs)
+            self.examples += 1  # examples that completed, not calls
+            return out
+
+        return counted
+
+    def _given(self, item: Any, function: Any, handle: Any) -> None:
+        import hypothesis
+
+        from mergegate.runner.trusted import evaluator
+
+        own = getattr(function, "_hypothesis_internal_use_settings", None) or hypothesis.settings.default
+        test = evaluator.rebuild(self._counted(handle.inner_test), handle, function, self.job, hypothesis.given,
+                                 hypothesis.settings, hypothesis.seed, own)
+        args = {name: item.funcargs[name] for name in item._fixtureinfo.argnames}
+        instance = getattr(function, "__self__", None)
+        test(instance, **args) if instance is not None else test(**args)
+
+    def _machine(self, item: Any, machine: Any) -> None:
+        import hypothesis
+        from hypothesis.stateful import get_state_machine_test
+
+        from mergegate.runner.trusted import evaluator
+
+        own = getattr(item.instance, "settings", None) or hypothesis.settings.default
+        bounded = evaluator.bounded_settings(hypothesis.settings, own, self.job)
+        built = get_state_machine_test(machine, settings=bounded)
+        test = evaluator.rebuild(self._counted(built.hypothesis.inner_test), built.hypothesis, built, self.job,
+                                 hypothesis.given, hypothesis.settings, hypothesis.seed, own)
+        test()
+
+    # ------------------------------------------------------------ the outcome
+
+    def outcome(self, exit_code: int) -> dict[str, Any]:
+        from mergegate.runner.trusted import report, standins
+
+        rel, node = self.rel, self.job["nodeid"]
+        gone = next((e for e in (self.collect_failure, self.failure) if isinstance(e, standins.SubjectGone)), None)
+        if gone is not None:
+            return {"status": "fail", "witness": "Crash:subject", "error": f"{gone} (after {self.examples} examples)"}
+        if self.collect_report is not None:
+            exc = self.collect_failure
+            if exc is not None and isinstance(exc, standins.ProductionImportError):
+                return {"status": "fail", "witness": report.assertion_site(exc, self.oracle_path, rel),
+                        "error": str(exc)[:2000]}
+            witness = report.assertion_site(exc, self.oracle_path, rel) if exc is not None else f"CollectError:{rel}"
+            return {"status": "fail", "witness": witness,
+                    "error": f"loading the oracle: {_text(self.collect_report)}"[-2000:]}
+        if not self.items:
+            return {"status": "fail", "witness": f"NotCollected:{rel}",
+                    "error": f"pytest collected no test for {node} at the trusted revision (exit {exit_code})"}
+        if self.failure is not None or self.failed_report is not None:
+            exc = self.failure
+            if exc is None:  # a fixture's setup or teardown failed
+                when = getattr(self.failed_report, "when", "setup")
+                return {"status": "fail", "witness": f"FixtureError:{rel}",
+                        "error": f"{when} of {node} failed: {_text(self.failed_report)}"[-2000:]}
+            return {"status": "fail", "witness": report.assertion_site(exc, self.oracle_path, rel),
+                    "counterexample": report.counterexample(exc), "error": f"{type(exc).__name__}: {exc}"[:2000]}
+        if self.skipped_report is not None:
+            return {"status": "fail", "witness": f"Skipped:{rel}",
+                    "error": f"{node} was skipped: {_text(self.skipped_report)}"[-2000:]}
+        if self.examples == 0:
+            return {"status": "fail", "witness": f"ZeroExamples:{rel}", "error": "the property ran zero examples"}
+        return {"status": "pass", "witness": ""}
+
+
+def _text(report: Any) -> str:
+    text = getattr(report, "longreprtext", "") or str(getattr(report, "longrepr", ""))
+    return " ".join(text.split())
+
+
+def arguments(job: dict[str, Any], ini: str) -> list[str]:
+    """pytest's command line for the job: the node id, and nothing of the repository's configuration."""
+    names = job["nodeid"].partition("::")[2].partition("[")[0].split("::")
+    root = job["trusted_root"]
+    return [
+        job["nodeid"], "-c", ini, "--rootdir", root, "--confcutdir", root,
+        "-p", "no:cacheprovider", "-p", "no:stepwise", "-p", "no:faulthandler", "-p", "no:pastebin",
+        "-s", "-q", "--no-header", "-o", "console_output_style=classic",
+        "-o", "python_functions=test " + names[-1], "-o", "python_classes=Test " + " ".join(names[:-1] or ["Test"]),
+        "-o", "python_files=*.py",
+    ]
+
+
+def run(job: dict[str, Any], finder: Any, result: dict[str, Any]) -> dict[str, Any]:
+    import pytest
+
+    oracle_path = os.path.join(job["trusted_root"], job["oracle_file"])
+    plugin = GatePlugin(job, finder, oracle_path, job["oracle_file"])
+    ini = os.path.join(tempfile.mkdtemp(prefix="ini-", dir=job["home"]), "pytest.ini")
+    with open(ini, "w", encoding="utf-8") as handle:
+        handle.write(INI)
+    code = pytest.main(arguments(job, ini), plugins=[plugin])
+    result["examples"] = plugin.examples
+    result["calls"] = finder.channel.calls
+    result["kind"] = "plain" if plugin.kinds == {"plain"} else "hypothesis"
+    return plugin.outcome(int(code))
