@@ -133,8 +133,11 @@ def run_pair(
             if spec.prop.id not in skip:
                 tasks.append((head_tree, spec, seed))
         rows = runner.run_tasks(tasks, policy, jobs, progress)
-    base_rows = tuple(r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is base_tree)
-    head_rows = tuple(r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is head_tree)
+    base_rows = tuple(runner.for_every_seed(
+        [r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is base_tree], specs, seeds))
+    head_rows = tuple(runner.for_every_seed(
+        [r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is head_tree], specs, seeds))
+    contract["seeds_apply"] = {s.prop.id: s.seeds_apply for s in specs}
     return Pair(contract, base_rows, head_rows, tuple(sorted(skip)))
 
 
@@ -209,6 +212,7 @@ def pair_from_rows(
         "fixture_closure_hash": {"base": base_closures, "head": head_closures},
         "fixture_digest": {"base": base_digest, "head": head_digest},
         "rows_from": "external run files",
+        "seeds_apply": {s.prop.id: s.seeds_apply for s in specs},
     }
 
     def keep(rows: Sequence[runner.Row], digest_: str, skip: set[str]) -> tuple[runner.Row, ...]:

@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         if not tree_dir.is_dir():
             raise UsageError(f"{args.tree}: no such directory", "pass a checked-out tree")
         rows = _run(tree_dir, pairs, policy, args.jobs)
+    rows = runner.for_every_seed(rows, specs, seeds)
     runner.write_jsonl(rows, args.out)
     return report(rows, args.out)
 

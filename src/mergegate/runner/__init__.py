@@ -14,12 +14,13 @@ The folders say which side of the trust boundary a module runs on:
 """
 
 from mergegate.runner.rows import SEALED, SHARED, Row, row_from_json, write_jsonl
-from mergegate.runner.schedule import Progress, Task, default_jobs, parse_shard, plan, run_tasks
+from mergegate.runner.schedule import Progress, Task, default_jobs, for_every_seed, parse_shard, plan, run_tasks
 from mergegate.runner.specs import Spec, Trusted, check_function, load_specs
 from mergegate.runner.trees import Tree, files_matching, literal_prefix, production_roots, tree_digest, tree_info
 
 __all__ = [
     "SEALED", "SHARED", "Progress", "Row", "Spec", "Task", "Tree", "Trusted", "check_function", "default_jobs",
-    "files_matching", "literal_prefix", "load_specs", "parse_shard", "plan", "production_roots", "row_from_json",
+    "files_matching", "for_every_seed", "literal_prefix", "load_specs", "parse_shard", "plan", "production_roots",
+    "row_from_json",
     "run_tasks", "tree_digest", "tree_info", "write_jsonl",
 ]

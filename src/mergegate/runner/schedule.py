@@ -9,6 +9,7 @@ stopped when the run ends, also on an interrupt.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import tempfile
@@ -33,12 +34,29 @@ Progress = Callable[[Task, rowlib.Row], None]
 
 def plan(specs: Sequence[speclib.Spec], seeds: Sequence[int],
          shard: tuple[int, int] | None = None) -> list[tuple[speclib.Spec, int]]:
-    """Every property x seed in (prop, seed order); with ``shard=(k, n)`` only the k-th of n slices."""
-    pairs = [(s, seed) for s in sorted(specs, key=lambda s: s.prop.id) for seed in seeds]
+    """Every property x seed in (prop, seed order); with ``shard=(k, n)`` only the k-th of n slices.
+
+    A plain test (seeds do not apply) runs once, at the first seed; ``for_every_seed``
+    copies its row to the others.
+    """
+    pairs = [(s, seed) for s in sorted(specs, key=lambda s: s.prop.id)
+             for seed in (seeds if s.seeds_apply else seeds[:1])]
     if shard is None:
         return pairs
     k, n = shard
     return [pair for i, pair in enumerate(pairs) if i % n == k - 1]
+
+
+def for_every_seed(rows: Sequence[rowlib.Row], specs: Sequence[speclib.Spec],
+                   seeds: Sequence[int]) -> list[rowlib.Row]:
+    """The rows with a plain test's one run copied to every seed (its result does not depend on one)."""
+    plain = {s.prop.id for s in specs if not s.seeds_apply}
+    out: list[rowlib.Row] = []
+    for row in rows:
+        out.append(row)
+        if row.prop in plain and seeds and row.seed == seeds[0]:
+            out.extend(dataclasses.replace(row, seed=seed) for seed in seeds[1:])
+    return out
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -219,7 +237,8 @@ def _job(index: int, tree: Tree, spec: speclib.Spec, seed: int, policy: Policy, 
     job: dict[str, Any] = {
         "id": index, "prop": spec.prop.id, "seed": seed, "isolation": spec.prop.isolation,
         "trusted_root": str(trusted_root), "oracle_file": spec.prop.oracle_file,
-        "function": spec.prop.oracle_function, "nodeid": spec.prop.oracle, "source": spec.source.decode("utf-8", "surrogateescape"),
+        "function": spec.prop.oracle_function, "nodeid": spec.prop.oracle,
+        "source": spec.source.decode("utf-8", "surrogateescape"),
         "max_examples": spec.prop.max_examples, "oracle_root": oracle_root, "module": module,
         "timeout": policy.runner.timeout_s, "pycache": str(scratch / "pycache"), "home": str(scratch / "home"),
         "stderr": str(scratch / f"stderr-{index}.log"), "cwd": str(trusted_root if sealed else tree.root),

@@ -7,7 +7,6 @@ in ``gate check``), never from a work tree.
 from __future__ import annotations
 
 import ast
-
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field

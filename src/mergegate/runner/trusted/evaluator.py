@@ -307,19 +307,6 @@ def warm_up() -> None:
     configuration.set_hypothesis_home_dir(None)
 
 
-def preload_pytest() -> None:
-    """Import pytest and its built-in plugins once, here: every child's session starts warm."""
-    import importlib
-
-    import pytest  # noqa: F401
-    from _pytest.config import default_plugins
-
-    for name in default_plugins:
-        with contextlib.suppress(Exception):
-            importlib.import_module(f"_pytest.{name}")
-    import hypothesis.stateful  # noqa: F401
-
-
 def scan_nothing_loaded_so_far() -> None:
     """Keep Hypothesis from mining the gate's own source for constants to generate with.
 
@@ -340,11 +327,11 @@ def zygote() -> None:
     """Serve jobs from stdin until EOF; one JSON outcome line per job on stdout."""
     import gc
 
-    from mergegate.runner.trusted import standins  # noqa: F401 - loaded once, before any fork
+    from mergegate.runner.trusted import session, standins  # noqa: F401 - loaded once, before any fork
     from mergegate.runner.unsealed import worker
 
     state = worker.zygote_state()
-    preload_pytest()
+    session.prepare()
     warm_up()
     scan_nothing_loaded_so_far()
     # Everything loaded so far is shared by every child: keep the collector (Hypothesis runs it

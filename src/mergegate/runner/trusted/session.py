@@ -139,7 +139,8 @@ class GatePlugin:
         own = getattr(item.instance, "settings", None) or hypothesis.settings.default
         bounded = evaluator.bounded_settings(hypothesis.settings, own, self.job)
         built = get_state_machine_test(machine, settings=bounded)
-        test = evaluator.rebuild(self._counted(built.hypothesis.inner_test), built.hypothesis, built, self.job,
+        handle: Any = getattr(built, "hypothesis")  # noqa: B009 - the @given handle of the machine's test
+        test = evaluator.rebuild(self._counted(handle.inner_test), handle, built, self.job,
                                  hypothesis.given, hypothesis.settings, hypothesis.seed, own)
         test()
 
@@ -184,13 +185,58 @@ def _text(report: Any) -> str:
     return " ".join(text.split())
 
 
+# pytest's plugins a sealed session never needs (each costs time in every run): no cache, no
+# debugger, no doctest, no report files, no pastebin, no thread or unraisable-exception hooks.
+BLOCKED = ("cacheprovider", "stepwise", "faulthandler", "pastebin", "debugging", "doctest", "junitxml",
+           "legacypath", "setupplan", "setuponly", "unraisableexception", "threadexception")
+_PREPARED: list[Any] = []
+
+
+def blocked() -> list[str]:
+    return [arg for name in BLOCKED for arg in ("-p", f"no:{name}")]
+
+
+def prepare() -> None:
+    """In the zygote: import pytest's plugins and build its plugin manager once, before any fork."""
+    import contextlib
+    import importlib
+
+    import pytest  # noqa: F401
+    from _pytest.config import default_plugins, get_config
+
+    for name in default_plugins:
+        with contextlib.suppress(Exception):
+            importlib.import_module(f"_pytest.{name}")
+    for name in ("_pytest._argcomplete", "readline", "hypothesis.stateful", "hypothesis.internal.conjecture.optimiser"):
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    with contextlib.suppress(Exception):
+        _PREPARED.append(get_config(blocked()))
+
+
+def _main(args: list[str], plugin: GatePlugin) -> int:
+    """``pytest.main(args, plugins=[plugin])``, on the plugin manager the zygote built."""
+    import pytest
+
+    if not _PREPARED:
+        return int(pytest.main(args, plugins=[plugin]))
+    manager = _PREPARED[0].pluginmanager
+    manager.register(plugin)
+    config = manager.hook.pytest_cmdline_parse(pluginmanager=manager, args=args)
+    try:
+        return int(config.hook.pytest_cmdline_main(config=config))
+    except pytest.UsageError:  # "found no collectors": the collect report says why
+        return int(pytest.ExitCode.USAGE_ERROR)
+    finally:
+        config._ensure_unconfigure()
+
+
 def arguments(job: dict[str, Any], ini: str) -> list[str]:
     """pytest's command line for the job: the node id, and nothing of the repository's configuration."""
     names = job["nodeid"].partition("::")[2].partition("[")[0].split("::")
     root = job["trusted_root"]
     return [
-        job["nodeid"], "-c", ini, "--rootdir", root, "--confcutdir", root,
-        "-p", "no:cacheprovider", "-p", "no:stepwise", "-p", "no:faulthandler", "-p", "no:pastebin",
+        os.path.join(root, job["nodeid"]), "-c", ini, "--rootdir", root, "--confcutdir", root, *blocked(),
         "-s", "-q", "--no-header", "-o", "console_output_style=classic",
         "-o", "python_functions=test " + names[-1], "-o", "python_classes=Test " + " ".join(names[:-1] or ["Test"]),
         "-o", "python_files=*.py",
@@ -198,15 +244,13 @@ def arguments(job: dict[str, Any], ini: str) -> list[str]:
 
 
 def run(job: dict[str, Any], finder: Any, result: dict[str, Any]) -> dict[str, Any]:
-    import pytest
-
     oracle_path = os.path.join(job["trusted_root"], job["oracle_file"])
     plugin = GatePlugin(job, finder, oracle_path, job["oracle_file"])
     ini = os.path.join(tempfile.mkdtemp(prefix="ini-", dir=job["home"]), "pytest.ini")
     with open(ini, "w", encoding="utf-8") as handle:
         handle.write(INI)
-    code = pytest.main(arguments(job, ini), plugins=[plugin])
+    code = _main(arguments(job, ini), plugin)
     result["examples"] = plugin.examples
     result["calls"] = finder.channel.calls
     result["kind"] = "plain" if plugin.kinds == {"plain"} else "hypothesis"
-    return plugin.outcome(int(code))
+    return plugin.outcome(code)
