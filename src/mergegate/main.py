@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "decide": ("mergegate.commands.decide", "parent/patch differential decision (seed 003)"),
     "score": ("mergegate.commands.score", "merge scorecard of a patch (seed 004)"),
     "run": ("mergegate.commands.run", "run the property catalog at a revision"),
-    "catalog": ("mergegate.commands.catalog", "check which properties run alike sealed and shared"),
+    "catalog": ("mergegate.commands.catalog", "adopt tests, list unguarded ones, compare isolations"),
     "merge-runs": ("mergegate.commands.merge_runs", "merge sharded run files"),
     "diff": ("mergegate.commands.diff", "differential run of base and head"),
     "check": ("mergegate.commands.check", "the whole pipeline: verdict and evidence"),

@@ -1,6 +1,9 @@
-"""``gate catalog check``: run each property sealed and shared on the trusted revision; do they agree?
+"""``gate catalog check|import|status``.
 
-A property that cannot run sealed (it needs production objects in its own
+``import`` writes a catalog entry per test of the oracle tree that has none;
+``status`` lists tests with no entry and entries whose test is gone (see
+``mergegate.adopt``).  ``check`` runs each property sealed and shared on a
+revision: a property that cannot run sealed (it needs production objects in its own
 process) is marked ``isolation: shared`` by a person.  This command tells which
 properties give the same rows both ways, so that choice is made on evidence.
 """
@@ -27,7 +30,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     check.add_argument("-j", "--jobs", type=int, help="processes in parallel")
 
 
+    imp = sub.add_parser("import", help="write a catalog entry for each test of the oracle tree that has none")
+    imp.add_argument("paths", nargs="*", metavar="PATH", help="only tests under these oracle paths (default: all)")
+    imp.add_argument("--dry-run", action="store_true", help="print the entries, write nothing")
+    status = sub.add_parser("status", help="tests with no catalog entry, and entries whose test is gone")
+    status.add_argument("--rev", help="read a revision instead of the work tree")
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.action == "import":
+        from mergegate.commands import catalog_adopt
+
+        return catalog_adopt.run_import(args)
+    if args.action == "status":
+        from mergegate.commands import catalog_adopt
+
+        return catalog_adopt.run_status(args)
     rev = gitio.must_resolve(args.rev)
     policy = repo.load_policy(rev)
     _cat, specs = runner.load_specs(rev, policy)

@@ -82,6 +82,14 @@ def manifest_hook(ctx: Context) -> Outcome:
     name = "gate-manifest"
     index_policy = repo.load_policy(None, ctx.top)
     mpath = index_policy.paths.manifest
+    if ctx.split.guarded:
+        problems = catalog_problems(index_policy, ctx.top)
+        if problems:
+            return Outcome(name, False, "gate-manifest: the catalog does not load, or names a test that does not "
+                           "exist; not signed\n"
+                           + "\n".join(f"  {p}" for p in problems[:20])
+                           + "\n  fix: point each entry's oracle: at a test its file defines, or delete the entry "
+                           "(gate catalog status lists them)")
     if ctx.split.guarded and not ctx.split.production:
         expected = manifest.expected_at(None, index_policy, ctx.top)
         if gitio.file_at(None, mpath, ctx.top) == expected:
@@ -100,6 +108,27 @@ def manifest_hook(ctx: Context) -> Outcome:
         "  fix: a person commits the guarded change on its own; its commit re-signs the manifest "
         "(gate manifest sign --staged)",
     )
+
+
+def catalog_problems(policy: Policy, top: Path) -> list[str]:
+    """Catalog entries in the index whose node id names no test in the index's oracle file."""
+    from mergegate import adopt, catalog, yamlio
+    from mergegate.errors import ConfigError
+
+    try:
+        cat = catalog.load_at(None, policy.paths.catalog, str(top))
+    except ConfigError as exc:
+        return [exc.render()]
+    entries = {e.path: e for e in gitio.ls_index(top)}
+    wanted = {p.oracle_file for p in cat.properties} | {p.source for p in cat.properties}
+    shas = {path: entries[path].sha for path in wanted if path in entries}
+    blobs = dict(gitio.read_blobs(shas.values(), top))
+    files = {path: blobs[sha] for path, sha in shas.items()}
+
+    def line(prop: catalog.Property) -> int | None:
+        return yamlio.load(files[prop.source], prop.source).line(("oracle",)) if prop.source in files else None
+
+    return [str(p) for p in adopt.unresolved(cat, files, line)]
 
 
 def guard(ctx: Context) -> Outcome:
