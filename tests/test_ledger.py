@@ -40,6 +40,35 @@ def test_parse_full_entry() -> None:
     assert e.covers_any(["src/parser/x.py"]) and not e.covers_any(["src/other.py"])
 
 
+NODE = "tests/test_parser.py::test_roundtrip_unicode"
+BY_NODEID = {NODE: "prop.roundtrip_unicode", "tests/test_parser.py::test_other": "prop.other"}
+IDS = ("prop.roundtrip_unicode", "prop.other")
+
+
+def test_seed_004_test_nodeid_names_the_catalog_entry() -> None:
+    """Seed 004's entries name the frozen test by ``test_nodeid``: the catalog entry whose node id it is."""
+    text = HEAD + ENTRY.replace("    prop_id: prop.roundtrip_unicode\n", f"    test_nodeid: {NODE}\n")
+    led = ledger.parse(text)
+    assert led.entries[0].prop_id == ""  # names nothing until resolved: a freeze that softens nothing
+    (e,) = ledger.with_props(led, BY_NODEID, IDS).entries
+    assert (e.prop_id, e.test_nodeid) == ("prop.roundtrip_unicode", NODE)
+    assert b"test_nodeid: " + NODE.encode() in ledger.render(ledger.with_props(led, BY_NODEID, IDS))
+    both = HEAD + ENTRY + f"    test_nodeid: {NODE}\n"
+    assert ledger.with_props(ledger.parse(both), BY_NODEID, IDS).entries[0].prop_id == "prop.roundtrip_unicode"
+
+
+@pytest.mark.parametrize(("entry", "words"), [
+    (ENTRY.replace("    prop_id: prop.roundtrip_unicode\n", "    test_nodeid: tests/test_parser.py::gone\n"),
+     "is no catalog entry's oracle"),
+    (ENTRY.replace("prop.roundtrip_unicode", "prop.other") + f"    test_nodeid: {NODE}\n",
+     "is not the entry for"),
+])
+def test_test_nodeid_that_names_no_entry_or_another_is_refused(entry: str, words: str) -> None:
+    with pytest.raises(ConfigError, match=words) as info:
+        ledger.with_props(ledger.parse(HEAD + entry, "freeze_ledger.yaml"), BY_NODEID, IDS)
+    assert "freeze_ledger.yaml:6" in info.value.render() and "fix:" in info.value.render()
+
+
 def test_allows_agent_rely_defaults_false() -> None:
     text = HEAD + ENTRY.replace("    allows_agent_rely: false\n", "")
     assert ledger.parse(text).entries[0].allows_agent_rely is False
@@ -60,7 +89,8 @@ def test_empty_entries() -> None:
     [
         (HEAD + ENTRY.replace('    expires_at: "2026-09-26T09:00:00Z"\n', ""), 6, "no expires_at"),
         (HEAD + ENTRY.replace('"2026-09-26T09:00:00Z"', "null"), 6, "no expires_at"),
-        (HEAD + ENTRY + "    test_nodeid: tests/x.py::t\n", 18, "unknown key 'test_nodeid'"),
+        (HEAD + ENTRY + "    skip_reason: flaky\n", 18, "unknown key 'skip_reason'"),
+        (HEAD + ENTRY.replace("    prop_id: prop.roundtrip_unicode\n", ""), 6, "names no property"),
         (HEAD + ENTRY + ENTRY, 18, "duplicate freeze id 'FZ-014'"),
         (HEAD + ENTRY.replace('"2026-09-26T09:00:00Z"', '"next tuesday"'), 16, "bad date"),
         (HEAD + ENTRY.replace('"2026-09-12T09:00:00Z"', '"2026-13-01"'), 15, "bad date"),

@@ -55,6 +55,10 @@ class Catalog:
     def by_id(self) -> dict[str, Property]:
         return {p.id: p for p in self.properties}
 
+    def by_nodeid(self) -> dict[str, str]:
+        """Node id -> catalog id (seed 004's ``test_nodeid`` is a catalog entry's ``oracle``)."""
+        return {p.oracle: p.id for p in self.properties}
+
 
 def parse_entry(text: str | bytes, source: str) -> Property:
     """Validate one ``<id>.yaml``."""

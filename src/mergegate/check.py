@@ -73,6 +73,11 @@ class Outcome:
         return self.decision == verdicts.ADMIT
 
 
+def with_props(led: ledger.Ledger, cat: catalog.Catalog) -> ledger.Ledger:
+    """Seed 004's ``test_nodeid`` entries, named by the catalog entry whose node id it is."""
+    return ledger.with_props(led, cat.by_nodeid(), cat.by_id())
+
+
 def effective_base(merge_base: str, policy: Policy, cwd: str | Path | None = None) -> str:
     """The merge-base, stepping back over ledger-only commits.
 
@@ -105,7 +110,7 @@ def check(base: str, head: str, *, environ: Mapping[str, str], jobs: int | None 
     mb = gitio.merge_base(gitio.must_resolve(base, cwd), head_sha, cwd)
     policy = repo.load_policy(mb, cwd)
     cat, specs = runner.load_specs(mb, policy, cwd)
-    base_ledger = ledger.load_at(mb, policy.paths.ledger, cwd)
+    base_ledger = with_props(ledger.load_at(mb, policy.paths.ledger, cwd), cat)
     start = Outcome(
         verdicts.REJECT, "", base, head_sha, mb, effective_base(mb, policy, cwd), policy.verdict.seeds,
         cat.properties, cat.claimed,
@@ -154,7 +159,8 @@ def _independence(o: Outcome, policy: Policy, base_ledger: ledger.Ledger, now: d
     head_ledger = None
     if policy.paths.ledger in sp.paths:
         try:
-            head_ledger = ledger.load_at(o.head, policy.paths.ledger, cwd)
+            head_ledger = with_props(ledger.load_at(o.head, policy.paths.ledger, cwd),
+                                     catalog.Catalog(o.properties, o.claimed))
         except UsageError:
             head_ledger = None
     report = manifest.verify_at(o.head, policy, cwd)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,10 +21,10 @@ from mergegate.errors import ConfigError
 VERSION = 1
 _ENTRY_KEYS = (
     "id", "prop_id", "signature", "fixture_digest", "base_revision", "paths", "reason",
-    "witness", "opened_by", "opened_at", "expires_at", "allows_agent_rely",
+    "witness", "opened_by", "opened_at", "expires_at", "allows_agent_rely", "test_nodeid",
 )
 _REQUIRED = (
-    "id", "prop_id", "signature", "fixture_digest", "base_revision", "paths", "reason",
+    "id", "signature", "fixture_digest", "base_revision", "paths", "reason",
     "opened_by", "opened_at", "expires_at",
 )
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
@@ -55,6 +55,7 @@ class Entry:
     witness: str = ""
     allows_agent_rely: bool = False
     line: int | None = field(default=None, compare=False)  # for messages; not part of identity
+    test_nodeid: str = ""  # seed 004's name for the frozen test: a catalog entry's node id (with_props)
 
     def expired(self, now: dt.datetime) -> bool:
         """True once ``expires_at`` is not in the future."""
@@ -184,8 +185,14 @@ def _entry(doc: yamlio.Doc, path: yamlio.Path, raw: Any) -> Entry:
         raise doc.error(path, "freeze entry has no expires_at: a freeze without expiry is a standing waiver",
                         "add expires_at: <ISO date in the future>, or delete the entry")
     values = yamlio.check_keys(doc, path, raw, _ENTRY_KEYS, required=_REQUIRED)
+    if "prop_id" not in values and "test_nodeid" not in values:
+        raise doc.error(path, "freeze entry names no property", "add prop_id: <catalog id> or test_nodeid: <node id>")
     strings: dict[str, str] = {}
-    for key in ("id", "prop_id", "signature", "fixture_digest", "base_revision", "reason", "opened_by"):
+    for key in ("id", "prop_id", "test_nodeid", "signature", "fixture_digest", "base_revision", "reason",
+                "opened_by"):
+        if key in ("prop_id", "test_nodeid") and key not in values:
+            strings[key] = ""
+            continue
         value = values[key]
         yamlio.expect(doc, (*path, key), value, str, "a string")
         if not value.strip():
@@ -210,6 +217,29 @@ def _entry(doc: yamlio.Doc, path: yamlio.Path, raw: Any) -> Entry:
                         "give an expiry later than the opening date")
     return Entry(paths=paths, witness=witness, allows_agent_rely=rely, line=doc.line(path),
                  opened_at=opened, expires_at=expires, **strings)
+
+
+def with_props(ledger: Ledger, by_nodeid: Mapping[str, str], ids: Iterable[str]) -> Ledger:
+    """Entries naming their test by ``test_nodeid`` get the catalog id whose node id it is.
+
+    A node id no catalog entry has, or a ``prop_id`` that disagrees with its ``test_nodeid``,
+    is a ConfigError (the ledger is read fail-closed).
+    """
+    known = frozenset(ids)
+    out = []
+    for e in ledger.entries:
+        if not e.test_nodeid:
+            out.append(e)
+            continue
+        prop = by_nodeid.get(e.test_nodeid)
+        if prop is None:
+            raise ConfigError(ledger.source, e.line, f"test_nodeid {e.test_nodeid!r} is no catalog entry's oracle",
+                              "catalogue the test (gate catalog import) or name the entry's prop_id")
+        if e.prop_id and e.prop_id != prop and e.prop_id in known:
+            raise ConfigError(ledger.source, e.line, f"prop_id {e.prop_id!r} is not the entry for {e.test_nodeid!r}",
+                              f"write prop_id: {prop} or drop one of the two")
+        out.append(replace(e, prop_id=prop))
+    return replace(ledger, entries=tuple(out))
 
 
 def _date(doc: yamlio.Doc, path: yamlio.Path, value: Any) -> dt.datetime:
@@ -258,7 +288,8 @@ def render(ledger: Ledger) -> bytes:
 
 def _entry_dict(e: Entry) -> dict[str, object]:
     return {
-        "id": e.id, "prop_id": e.prop_id, "signature": e.signature,
+        "id": e.id, "prop_id": e.prop_id, **({"test_nodeid": e.test_nodeid} if e.test_nodeid else {}),
+        "signature": e.signature,
         "fixture_digest": e.fixture_digest, "base_revision": e.base_revision,
         "paths": list(e.paths), "reason": e.reason, "witness": e.witness,
         "opened_by": e.opened_by, "opened_at": format_when(e.opened_at),

@@ -11,7 +11,7 @@ import argparse
 import hashlib
 import os
 
-from mergegate import agents, gitio, ledger, manifest, repo, scorecard
+from mergegate import agents, catalog, gitio, ledger, manifest, repo, scorecard
 from mergegate.commands._engine_out import emit_json, line, table
 from mergegate.errors import ConfigError, UsageError
 
@@ -33,11 +33,12 @@ def run(args: argparse.Namespace) -> int:
     policy = repo.load_policy(parent)
     changed = [c.path for c in gitio.tree_changes(parent, ref)]
     now = ledger.utcnow()
-    base_ledger = ledger.load_at(parent, policy.paths.ledger)
+    cat = catalog.load_at(parent, policy.paths.catalog)
+    base_ledger = ledger.with_props(ledger.load_at(parent, policy.paths.ledger), cat.by_nodeid(), cat.by_id())
     head_ledger: ledger.Ledger | None = None
     if policy.paths.ledger in changed:
         try:
-            head_ledger = ledger.load_at(ref, policy.paths.ledger)
+            head_ledger = ledger.with_props(ledger.load_at(ref, policy.paths.ledger), cat.by_nodeid(), cat.by_id())
         except ConfigError:
             head_ledger = None  # the patch broke the ledger: scored as unreadable
     author = gitio.out(["log", "-1", "--format=%ae", ref]).decode().strip()
