@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mergegate import catalog, gitio, nodeids, yamlio
 from mergegate.errors import ConfigError
-from mergegate.policy import FIXTURE, ORACLE, PRODUCTION, Policy
+from mergegate.policy import FIXTURE, GUARDED, ORACLE, PRODUCTION, Policy
 from mergegate.runner.trees import import_roots
 
 # Names the trusted side never hands to production: the standard library (the subject
@@ -51,7 +51,7 @@ def load_specs(rev: str, policy: Policy, cwd: str | Path | None = None) -> tuple
     cat = catalog.load_at(rev, policy.paths.catalog, None if cwd is None else str(cwd))
     listing = [e for e in gitio.ls_tree(rev, cwd) if not e.is_submodule]
     entries = {e.path: e for e in listing}
-    oracle_paths = [e.path for e in listing if policy.classify(e.path) in (ORACLE, FIXTURE)]
+    oracle_paths = [e.path for e in listing if trusted_file(e.path, policy)]
     wanted = {entries[p].sha for prop in cat.properties for p in (prop.source, prop.oracle_file) if p in entries}
     wanted |= {entries[p].sha for p in oracle_paths if not entries[p].is_symlink}
     blobs = dict(gitio.read_blobs(wanted, cwd))
@@ -72,6 +72,13 @@ def load_specs(rev: str, policy: Policy, cwd: str | Path | None = None) -> tuple
         kind = check_function(prop, source, entry_bytes)
         specs.append(Spec(prop, source, catalog.spec_hash(entry_bytes, source), trusted, kind))
     return cat, specs
+
+
+def trusted_file(path: str, policy: Policy) -> bool:
+    """Written into the trusted oracle tree: oracle and fixture files, and every guarded ``conftest.py``
+    (a policy file, wherever it sits: pytest loads it for the tests below it)."""
+    kind = policy.classify(path)
+    return kind in (ORACLE, FIXTURE) or (kind in GUARDED and path.rpartition("/")[2] == "conftest.py")
 
 
 def check_function(prop: catalog.Property, source: bytes, entry_bytes: bytes) -> str:
