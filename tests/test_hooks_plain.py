@@ -36,7 +36,9 @@ def test_mixed_commit_refused_with_both_sides_and_the_fix(repo: Path) -> None:
     assert code == 1
     assert "guarded:    oracles/properties/test_x.py" in out
     assert "production: src/shop.py" in out
-    assert "git restore --staged -- oracles/properties/test_x.py" in out
+    assert 'fix: gate commit --split -m "<message>"' in out
+    assert "git restore --staged -- src/shop.py" in out  # by hand: the oracle first, then production
+    assert 'git commit -m "oracle: <message>"' in out and "    git commit\n" not in out
 
 
 def test_oracle_only_commit_resigned_then_accepted(repo: Path) -> None:

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "digest": ("mergegate.commands.digest", "print the fixture digest of a directory (seed 000)"),
     "install": ("mergegate.commands.install", "install the checks as plain git hooks"),
     "hook": ("mergegate.commands.hook", "run one client-side hook (used by pre-commit)"),
+    "commit": ("mergegate.commands.commit", "commit a staged fix and its test apart: the oracle first, then the fix"),
     "pre-receive": ("mergegate.commands.pre_receive", "server-side hook: judge every pushed commit"),
     "freeze": ("mergegate.commands.freeze", "list, lint, expire, open or propose freezes"),
     "verdict": ("mergegate.commands.verdict", "apply freezes to runs and combine (seed 000)"),

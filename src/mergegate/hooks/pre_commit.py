@@ -69,10 +69,13 @@ def no_mix(ctx: Context) -> Outcome:
     msg = (
         "gate-no-mix: this commit touches guarded (oracle) and production paths; commit them apart\n"
         f"{_listing('guarded:', s.guarded)}\n{_listing('production:', s.production)}\n"
-        "  fix: unstage the guarded side, commit production, then commit the oracle on its own:\n"
-        f"    git restore --staged -- {_q(s.guarded)}\n"
-        "    git commit\n"
-        f"    git add -- {_q(s.guarded)} && gate manifest sign --staged && git commit"
+        '  fix: gate commit --split -m "<message>"\n'
+        "    (commits the oracle first, manifest re-signed, then production on top: the new test is on the base,"
+        " so it judges the fix)\n"
+        "  or by hand, the oracle first:\n"
+        f"    git restore --staged -- {_q(s.production)}\n"
+        '    gate manifest sign --staged && git commit -m "oracle: <message>"\n'
+        f'    git add -- {_q(s.production)} && git commit -m "<message>"'
     )
     return Outcome("gate-no-mix", False, msg)
 
