@@ -83,8 +83,9 @@ def judge_commit(facts: CommitFacts) -> list[Refusal]:
     if s.mixed:
         out.append(Refusal(
             sid, MIXED, (*s.guarded, *s.production),
-            "commit the guarded and the production paths apart (`git rebase -i`, edit, split), "
-            "re-sign the oracle commit with `gate manifest sign --staged`, push again" + merge_hint,
+            "commit the guarded and the production paths apart, the oracle first: `git reset --soft HEAD~1` "
+            "then `gate commit --split -m \"<message>\"` (or `git rebase -i`, edit, split and re-sign with "
+            "`gate manifest sign --staged`), push again" + merge_hint,
             "guarded and production paths in one commit",
         ))
     if facts.agent and s.guarded:
