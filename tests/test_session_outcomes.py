@@ -110,3 +110,29 @@ def test_outcome(repo: Path, pid: str, func: str, status: str, witness: str) -> 
 def test_a_trusted_conftest_that_deselects_the_test_is_a_fail(repo: Path) -> None:
     (row,) = run_rows(repo, "--only", "prop.deselected", "--seeds", "7")
     assert row["status"] == "fail" and str(row["witness"]).startswith("NotCollected:"), row
+
+
+class _Recorder:
+    """A channel stand-in that records what would cross to the subject."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def getattr(self, obj: object, name: str) -> object:
+        self.asked.append(name)
+        return "from production"
+
+
+@pytest.mark.parametrize("desc", [["object"], ["class", "shop.Widget", "shop"], ["module", "shop.fake_for_test"]])
+def test_harness_probes_are_never_asked_of_production(desc: list[str]) -> None:
+    """pytest, unittest and Hypothesis decide what is a test, a fixture, a mark or a skip by these names:
+    a production object never answers them (it is never a test, fixture or mark of the trusted session)."""
+    from mergegate.runner.trusted import proxies
+
+    channel = _Recorder()
+    proxy = proxies.make_proxy(channel, 1, desc)  # type: ignore[arg-type]
+    for name in sorted(proxies.HARNESS):
+        with pytest.raises(AttributeError):
+            getattr(proxy, name)
+    assert channel.asked == []
+    assert proxy.ordinary == "from production" and channel.asked == ["ordinary"]  # everything else still forwards

@@ -27,6 +27,7 @@ from mergegate.runner import specs as speclib
 from mergegate.runner.pool import Pool
 from mergegate.runner.subject import bytecode, sandbox
 from mergegate.runner.trees import Tree, files_matching, hidden_paths
+from mergegate.runner.trusted import session
 
 Task = tuple[Tree, speclib.Spec, int]
 Progress = Callable[[Task, rowlib.Row], None]
@@ -113,13 +114,16 @@ def module_name(root: Path, oracle_file: str, files: Sequence[str] | frozenset[s
 def _subjects(tasks: Sequence[Task], policy: Policy, scratch: Path) -> Iterator[dict[Path, sandbox.Subject]]:
     """One subject per tree that has a sealed task; all stopped on the way out."""
     trees: dict[Path, Tree] = {}
-    sources: list[bytes] = []
+    sources: dict[bytes, None] = {}  # each trusted file once, however many tasks share its revision
     names: set[str] = set()
+    seen: set[int] = set()
     for tree, spec, _seed in tasks:
         if spec.prop.isolation == rowlib.SEALED:
             trees.setdefault(tree.root, tree)
-            names |= spec.trusted.production_names
-            sources.extend(data for path, data in spec.trusted.files.items() if path.endswith(".py"))
+            if id(spec.trusted) not in seen:
+                seen.add(id(spec.trusted))
+                names |= spec.trusted.production_names
+                sources.update((data, None) for path, data in spec.trusted.files.items() if path.endswith(".py"))
     out: dict[Path, sandbox.Subject] = {}
     with ExitStack() as stack:
         if trees:
@@ -159,6 +163,8 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
         scratch = Path(scratch_dir)
         (scratch / "pycache").mkdir()
         (scratch / "home").mkdir()
+        (scratch / "pyc-trusted").mkdir()
+        (scratch / "pytest.ini").write_text(session.INI)
         trusted_roots: dict[str, Path] = {}
         for _tree, spec, _seed in tasks:
             if spec.trusted.rev not in trusted_roots:
@@ -245,7 +251,10 @@ def _job(index: int, tree: Tree, spec: speclib.Spec, seed: int, policy: Policy, 
     }
     if sealed:
         assert subject is not None
-        job.update(subject_socket=subject.socket_path, production_names=sorted(spec.trusted.production_names))
+        job.update(subject_socket=subject.socket_path, production_names=sorted(spec.trusted.production_names),
+                   ini=str(scratch / "pytest.ini"))
+        if subject.containment == sandbox.BUBBLEWRAP:  # production cannot reach the scratch folder
+            job["trusted_pycache"] = str(scratch / "pyc-trusted")
     else:
         job.update(tree=str(tree.root), prod_roots=list(tree.prod_roots))
     return job

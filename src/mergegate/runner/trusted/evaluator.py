@@ -183,8 +183,16 @@ def _prepare(job: dict[str, Any]) -> None:
     # another run would load.
     import tempfile
 
-    sys.pycache_prefix = tempfile.mkdtemp(prefix="pyc-", dir=job["pycache"])
-    sys.dont_write_bytecode = True
+    shared = job.get("trusted_pycache")
+    if shared:
+        # A sealed child behind a bubblewrap subject runs trusted code only, and nothing of
+        # production can reach this folder: the trusted tree's bytecode (pytest's rewritten
+        # test modules included) is compiled once per run and shared by its children.
+        sys.pycache_prefix = shared
+        sys.dont_write_bytecode = False
+    else:
+        sys.pycache_prefix = tempfile.mkdtemp(prefix="pyc-", dir=job["pycache"])
+        sys.dont_write_bytecode = True
     from hypothesis import configuration
 
     configuration.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="home-", dir=job["home"]))

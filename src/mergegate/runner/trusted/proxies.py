@@ -43,12 +43,27 @@ def channel_of(obj: Any) -> Channel:
     return ref[0]
 
 
+# What the test harness (pytest, unittest, Hypothesis) asks of every object in a test module to
+# decide what is a test, a fixture, a mark or a skip.  Answered here, never by production: a
+# production object is never a test, a fixture or a mark of the trusted session (and the probes
+# cost no round trips).
+HARNESS = frozenset({
+    "__test__", "pytestmark", "_pytestfixturefunction", "_fixture_function_marker", "_fixture_function",
+    "__pytest_wrapped__", "hypothesis", "is_hypothesis_test", "hypothesis_explicit_examples",
+    "_hypothesis_internal_use_settings", "_hypothesis_internal_use_seed", "_hypothesis_internal_use_reproduce_failure",
+    "_hypothesis_internal_use_generated_seed", "_hypothesis_state_machine_class", "__unittest_skip__",
+    "__unittest_skip_why__", "__unittest_expecting_failure__",
+})
+
+
 class Remote:
     """An opaque handle to an object that stays in the subject; every use is a request."""
 
     __slots__ = ("__weakref__", "_gate_ref")
 
     def __getattr__(self, name: str) -> Any:
+        if name in HARNESS:
+            raise AttributeError(name)
         return channel_of(self).getattr(self, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -181,8 +196,9 @@ class RemoteType(type):
         return channel_of(cls).call(cls, args, kwargs)
 
     def __getattr__(cls, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__") and name not in ("__members__", "__annotations__"):
-            raise AttributeError(name)  # Python's own probes (e.g. __set_name__) stay local
+        if (name.startswith("__") and name.endswith("__") and name not in ("__members__", "__annotations__")) \
+                or name in HARNESS:
+            raise AttributeError(name)  # Python's own probes (e.g. __set_name__) and the harness's stay local
         return channel_of(cls).getattr(cls, name)
 
     def __instancecheck__(cls, obj: Any) -> bool:
@@ -225,7 +241,7 @@ class RemoteModule(types.ModuleType):
     """A stand-in for a production module: attribute reads forward (nothing is cached)."""
 
     def __getattr__(self, name: str) -> Any:
-        if name in _MODULE_LOCAL or name.startswith("_gate"):
+        if name in _MODULE_LOCAL or name in HARNESS or name.startswith("_gate"):
             raise AttributeError(name)
         try:
             return channel_of(self).getattr(self, name)

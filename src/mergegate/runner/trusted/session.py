@@ -252,9 +252,11 @@ def arguments(job: dict[str, Any], ini: str) -> list[str]:
 def run(job: dict[str, Any], finder: Any, result: dict[str, Any]) -> dict[str, Any]:
     oracle_path = os.path.join(job["trusted_root"], job["oracle_file"])
     plugin = GatePlugin(job, finder, oracle_path, job["oracle_file"])
-    ini = os.path.join(tempfile.mkdtemp(prefix="ini-", dir=job["home"]), "pytest.ini")
-    with open(ini, "w", encoding="utf-8") as handle:
-        handle.write(INI)
+    ini = job.get("ini") or ""
+    if not ini:
+        ini = os.path.join(tempfile.mkdtemp(prefix="ini-", dir=job["home"]), "pytest.ini")
+        with open(ini, "w", encoding="utf-8") as handle:
+            handle.write(INI)
     code = _main(arguments(job, ini), plugin)
     result["examples"] = plugin.examples
     result["calls"] = finder.channel.calls
