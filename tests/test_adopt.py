@@ -66,6 +66,7 @@ class Machine(RuleBasedStateMachine):
 
 
 TestMachine = Machine.TestCase
+MachineRuns = Machine.TestCase  # pytest collects a TestCase whatever its name
 
 
 class CaseTest(unittest.TestCase):
@@ -121,7 +122,7 @@ def test_discover_follows_pytest_conventions() -> None:
     assert found == {
         "test_prop": nodeids.HYPOTHESIS, "test_param": nodeids.PLAIN, "test_plain_total": nodeids.PLAIN,
         "TestGroup::test_method": nodeids.PLAIN, "TestGroup::test_given_method": nodeids.HYPOTHESIS,
-        "TestMachine": nodeids.HYPOTHESIS, "CaseTest::test_case": nodeids.PLAIN,
+        "TestMachine": nodeids.HYPOTHESIS, "MachineRuns": nodeids.HYPOTHESIS, "CaseTest::test_case": nodeids.PLAIN,
     }
 
 
@@ -211,6 +212,16 @@ def test_import_writes_entries_that_run_and_never_overwrites(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = (tmp_path / "rows.jsonl").read_text()
     assert rows.count('"prop": "tax_extras.TestTaxExtras.zero_has_no_tax-2"') == 2  # one run, both seeds
+
+
+def test_only_files_pytest_collects_are_adopted(tmp_path: Path) -> None:
+    """A helper or benchmark module under the oracle paths is not a test file: pytest never collects it."""
+    repo = shop(tmp_path)
+    write(repo, {"oracles/properties/microbenchmarks.py": "def test_speed(benchmark):\n    benchmark(len, [])\n",
+                 "oracles/properties/orders_test.py": "def test_suffix_style():\n    pass\n"})
+    proc = gate(repo, "catalog", "import", "--dry-run")
+    assert "microbenchmarks" not in proc.stdout and "orders_test.py::test_suffix_style" in proc.stdout
+    assert "microbenchmarks" not in gate(repo, "catalog", "status").stdout
 
 
 def test_import_refuses_paths_outside_the_oracle(tmp_path: Path) -> None:

@@ -489,9 +489,9 @@ PYTEST_CONFIG: dict[str, str | bytes | None] = {
 OTHER_CONFIG = {p: t for p, t in PYTEST_CONFIG.items() if p != "pytest.ini"}  # 'other': not guarded
 CONFIGURED: dict[str, dict[str, str | bytes | None]] = {
     "config_files": PYTEST_CONFIG,
-    # at the root, and in a directory above the oracle paths (not in them)
-    "outer_conftests": {"conftest.py": ROOT_CONFTEST, "oracles/conftest.py": ROOT_CONFTEST},
 }
+# at the root, and in a directory above the oracle paths (not in them): guarded policy files
+OUTER_CONFTESTS: dict[str, str | bytes | None] = {"conftest.py": ROOT_CONFTEST, "oracles/conftest.py": ROOT_CONFTEST}
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGURED))
@@ -504,6 +504,18 @@ def test_repository_pytest_configuration_at_the_base_is_not_read(kinds: Lab, con
     res = kinds.check(base, kinds.branch(f"{config}-break", base,
                                          broken(BY_NAME["state_machine"], BY_NAME["plain_function"])))
     assert_caught(res, noop(kinds), BY_NAME["state_machine"], BY_NAME["plain_function"])
+
+
+def test_a_persons_conftest_above_the_oracle_tree_is_trusted_and_a_skip_it_causes_is_a_fail(kinds: Lab) -> None:
+    """Every guarded conftest.py is read at the trusted revision (its fixtures are the suite's), wherever
+    it sits; one a person committed that skips every test therefore applies on both sides, and a skip is
+    never a pass: every property fails on both sides and the patch is rejected."""
+    base = kinds.branch("configured-outer", "main", OUTER_CONFTESTS, agent=False, sign=True)
+    res = kinds.check(base, kinds.branch("outer-break", base,
+                                         broken(BY_NAME["state_machine"], BY_NAME["plain_function"])))
+    assert res.decision == "reject", res.explain()
+    verdicts = res.verdicts()
+    assert verdicts and all(v[0] == "fail" for v in verdicts.values()), res.explain()
 
 
 def test_pytest_configuration_in_a_patch_is_not_read(kinds: Lab) -> None:

@@ -136,3 +136,46 @@ def test_harness_probes_are_never_asked_of_production(desc: list[str]) -> None:
             getattr(proxy, name)
     assert channel.asked == []
     assert proxy.ordinary == "from production" and channel.asked == ["ordinary"]  # everything else still forwards
+
+
+def test_sealed_limits_say_so(tmp_path: Path) -> None:
+    """Subclassing a production class or pickling a production object is refused in words that name the fix;
+    a production generic subscripted with type variables is typing's, answered on the trusted side."""
+    repo = init_repo(tmp_path / "limits")
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["src/shop/generic.py"] = ("from typing import Generic, TypeVar\nT = TypeVar('T')\n\n"
+                                    "class Box(Generic[T]):\n    def __init__(self, v):\n        self.v = v\n")
+    files["oracles/properties/test_limits.py"] = '''\
+import pickle
+from typing import TypeVar
+
+from shop.generic import Box
+
+T = TypeVar("T")
+IntBox = Box[T]
+ListBox = Box[int]
+
+
+def test_generic_alias_loads():
+    assert Box(3).v == 3
+
+
+def test_subclass():
+    class Mine(Box):
+        pass
+
+
+def test_pickle():
+    pickle.dumps(Box(1))
+'''
+    for pid, func in (("prop.generic", "test_generic_alias_loads"), ("prop.subclass", "test_subclass"),
+                      ("prop.pickle", "test_pickle")):
+        files[f"oracles/catalog/{pid}.yaml"] = catalog_entry(pid, func, file="oracles/properties/test_limits.py")
+    sign_and_commit(repo, files, "limits")
+    rows = {r["prop"]: r for r in run_rows(repo, "--only", "prop.generic", "--only", "prop.subclass",
+                                           "--only", "prop.pickle", "--seeds", "3")}
+    assert rows["prop.generic"]["status"] == "pass", rows["prop.generic"]
+    for pid, words in (("prop.subclass", "subclasses the production class"), ("prop.pickle", "cannot be pickled")):
+        assert rows[pid]["status"] == "fail" and words in str(rows[pid]["error"]), rows[pid]
+        assert "isolation: shared" in str(rows[pid]["error"])
+        assert str(rows[pid]["witness"]).startswith("SealedCallError:oracles/properties/test_limits.py:"), rows[pid]

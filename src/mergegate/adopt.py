@@ -28,10 +28,11 @@ class Problem:
 
 
 def oracle_tests(files: Mapping[str, bytes], policy: Policy) -> list[nodeids.Test]:
-    """Tests pytest's conventions find in the oracle tree's Python files (unparsable files are skipped)."""
+    """Tests pytest's conventions find in the oracle tree's test files (``test_*.py``, ``*_test.py``;
+    unparsable files are skipped)."""
     found: list[nodeids.Test] = []
     for path in sorted(files):
-        if path.endswith(".py") and policy.classify(path) == ORACLE and path.rpartition("/")[2] != "conftest.py":
+        if nodeids.is_test_file(path) and policy.classify(path) == ORACLE:  # the files pytest collects
             try:
                 found.extend(nodeids.discover(path, files[path]))
             except nodeids.NodeIdError:

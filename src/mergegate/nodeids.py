@@ -160,13 +160,13 @@ def resolve(node_id: NodeId, source: bytes) -> str:
 
 def discover(path: str, source: bytes) -> list[Test]:
     """The tests pytest's default conventions find in one file (``test*`` functions, ``Test*`` classes
-    and their ``test*`` methods, unittest cases, ``TestX = Machine.TestCase``)."""
+    and their ``test*`` methods, unittest cases, ``X = Machine.TestCase`` under any name)."""
     tree = parse_source(source, path)
     found: list[Test] = []
     for name, node in _top(tree).items():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and name.startswith("test"):
             found.append(Test(NodeId(path, (name,)), _kind(node), ast.get_docstring(node) or "", node.lineno))
-        elif _is_machine_case(node) and name.startswith("Test"):
+        elif _is_machine_case(node):  # a unittest.TestCase: pytest collects it whatever its name
             found.append(Test(NodeId(path, (name,)), HYPOTHESIS, "", getattr(node, "lineno", 0)))
         elif isinstance(node, ast.ClassDef) and (name.startswith("Test") or "TestCase" in _bases(node)):
             if any("StateMachine" in b for b in _bases(node)):

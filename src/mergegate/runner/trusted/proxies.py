@@ -83,6 +83,10 @@ class Remote:
         text = channel_of(self).op("str", self)
         return text if type(text) is str else "<production object>"
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise SealedCallError("a production object cannot be pickled in a sealed run (it stays in the "
+                              "subject); test a plain value read off it, or mark the entry isolation: shared")
+
     def __hash__(self) -> int:
         value = channel_of(self).op("hash", self)
         if type(value) is not int:
@@ -192,6 +196,13 @@ setattr(Remote, "__dir__", lambda self: list(channel_of(self).op("dir", self))) 
 class RemoteType(type):
     """The metaclass of stand-ins for production classes: construction, attributes, checks forward."""
 
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> RemoteType:
+        if "_gate_ref" not in namespace:  # a class statement in the oracle, not a stand-in
+            parents = ", ".join(type.__getattribute__(b, "__qualname__") for b in bases if isinstance(b, RemoteType))
+            raise SealedCallError(f"class {name} subclasses the production class {parents}: its methods would run "
+                                  "here, not in production; not supported sealed: mark the entry isolation: shared")
+        return super().__new__(mcs, name, bases, namespace, **kwargs)
+
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         return channel_of(cls).call(cls, args, kwargs)
 
@@ -221,6 +232,8 @@ class RemoteType(type):
         return True  # a class is true; ``if cls:`` must not ask production for its length
 
     def __getitem__(cls, key: Any) -> Any:
+        if _typing_key(key):  # ``Base[KT, VT]`` in an annotation or alias: typing's, answered here
+            return types.GenericAlias(cls, key)
         return channel_of(cls).op("getitem", cls, key)
 
     def __contains__(cls, item: Any) -> bool:
@@ -228,6 +241,15 @@ class RemoteType(type):
 
     def __repr__(cls) -> str:
         return f"<production class {type.__getattribute__(cls, '__qualname__')}>"
+
+
+def _typing_key(key: Any) -> bool:
+    import typing
+
+    keys = key if type(key) is tuple else (key,)
+    return bool(keys) and all(isinstance(k, (typing.TypeVar, typing.ParamSpec, types.GenericAlias))
+                              or type(k).__module__ == "typing"
+                              or (isinstance(k, type) and not isinstance(k, RemoteType)) for k in keys)
 
 
 # The import system's own attributes of a module: local, never asked of production.

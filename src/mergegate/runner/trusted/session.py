@@ -193,7 +193,7 @@ def _text(report: Any) -> str:
 
 # pytest's plugins a sealed session never needs (each costs time in every run): no cache, no
 # debugger, no doctest, no report files, no pastebin, no thread or unraisable-exception hooks.
-BLOCKED = ("cacheprovider", "stepwise", "faulthandler", "pastebin", "debugging", "doctest", "junitxml",
+BLOCKED = ("cacheprovider", "stepwise", "faulthandler", "pastebin", "doctest", "junitxml",
            "legacypath", "setupplan", "setuponly", "unraisableexception", "threadexception")
 _PREPARED: list[Any] = []
 
