@@ -179,3 +179,93 @@ def test_pickle():
         assert rows[pid]["status"] == "fail" and words in str(rows[pid]["error"]), rows[pid]
         assert "isolation: shared" in str(rows[pid]["error"])
         assert str(rows[pid]["witness"]).startswith("SealedCallError:oracles/properties/test_limits.py:"), rows[pid]
+
+
+SHARED_SUITE = '''\
+import pytest
+from hypothesis import given, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from shop.generic import Box, lookup
+
+
+class Mine(Box):  # subclassing production: only a shared run can do this
+    def doubled(self):
+        return self.v * 2
+
+
+def test_plain_subclass():
+    assert Mine(2).doubled() == 4
+
+
+class TestInClass:
+    @given(st.integers())
+    def test_method(self, n):
+        assert Mine(n).v == n
+
+
+def test_key_error_keeps_its_argument():
+    with pytest.raises(KeyError) as info:
+        lookup(1)
+    assert info.value.args == (1,)
+
+
+class Boxes(RuleBasedStateMachine):
+    def __init__(self):
+        super().__init__()
+        self.boxes = []
+
+    @rule(n=st.integers())
+    def add(self, n):
+        self.boxes.append(Mine(n))
+
+    @invariant()
+    def all_box(self):
+        assert all(isinstance(b, Box) for b in self.boxes)
+
+
+BoxMachine = Boxes.TestCase
+'''
+
+GENERIC = ("from typing import Generic, TypeVar\nT = TypeVar('T')\n\n"
+           "class Box(Generic[T]):\n    def __init__(self, v):\n        self.v = v\n\n"
+           "def lookup(key):\n    raise KeyError(key)\n")
+
+
+@pytest.mark.parametrize("isolation", ["shared", "sealed"])
+def test_shared_runs_every_kind_of_node_id(tmp_path: Path, isolation: str) -> None:
+    """``isolation: shared`` runs the same pytest session (plain tests, classes, state machines), production
+    in-process; sealed, a subclass of a production class is refused; a builtin exception keeps its args."""
+    repo = init_repo(tmp_path / "shared")
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["src/shop/generic.py"] = GENERIC
+    files["oracles/properties/test_shared.py"] = SHARED_SUITE
+    entries = {"prop.plain_sub": "test_plain_subclass", "prop.method": "TestInClass::test_method",
+               "prop.machine": "BoxMachine", "prop.keyerror": "test_key_error_keeps_its_argument"}
+    for pid, rest in entries.items():
+        extra = {"isolation": "shared"} if isolation == "shared" else {}
+        files[f"oracles/catalog/{pid}.yaml"] = catalog_entry(pid, rest, file="oracles/properties/test_shared.py",
+                                                             **extra)
+    sign_and_commit(repo, files, "shared suite")
+    args = [a for pid in entries for a in ("--only", pid)]
+    rows = {r["prop"]: r for r in run_rows(repo, *args, "--seeds", "3")}
+    if isolation == "shared":
+        assert {p: r["status"] for p, r in rows.items()} == dict.fromkeys(entries, "pass"), rows
+        assert all(r["isolation"] == "shared" for r in rows.values())
+    else:  # the module subclasses a production class at import: refused, with the fix named
+        assert all(r["status"] == "fail" and "isolation: shared" in str(r["error"]) for r in rows.values()), rows
+
+
+def test_a_builtin_exception_keeps_its_plain_arguments_sealed(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "args")
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["src/shop/generic.py"] = GENERIC
+    files["oracles/properties/test_args.py"] = (
+        "import pytest\nfrom shop.generic import lookup\n\n\ndef test_key_error():\n"
+        "    with pytest.raises(KeyError) as info:\n        lookup(1)\n"
+        "    assert info.value.args == (1,) and info.exconly() == 'KeyError: 1'\n")
+    files["oracles/catalog/prop.args.yaml"] = catalog_entry("prop.args", "test_key_error",
+                                                            file="oracles/properties/test_args.py")
+    sign_and_commit(repo, files, "args")
+    (row,) = run_rows(repo, "--only", "prop.args", "--seeds", "3")
+    assert row["status"] == "pass", row

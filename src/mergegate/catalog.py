@@ -86,9 +86,6 @@ def parse_entry(text: str | bytes, source: str) -> Property:
     if isolation not in ISOLATIONS:
         raise doc.error(("isolation",), f"bad isolation {isolation!r}",
                         "write isolation: sealed (the default) or isolation: shared")
-    if isolation == "shared" and (len(node_id.names) != 1 or node_id.param):
-        raise doc.error(("isolation",), "isolation: shared runs a top-level @given function only",
-                        "name a top-level function (file.py::test_y) or run the test sealed")
     return Property(
         id=pid,
         isolation=isolation,

@@ -118,7 +118,11 @@ class Session:
             message = "<unprintable>"
         cls = None if kind.__module__ == "builtins" else self.ref(kind)
         obj = None if kind.__module__ == "builtins" else self.ref(exc)
-        return ["err", kind.__qualname__, builtin, cls, message[:4000], obj]
+        args = getattr(exc, "args", None)
+        plain = (list(args) if type(args) is tuple and len(args) <= 8
+                 and all(type(a) in (int, float, str, bool, type(None)) and len(str(a)) <= 4000 for a in args)
+                 else None)  # KeyError(1) arrives as KeyError(1), not KeyError('1')
+        return ["err", kind.__qualname__, builtin, cls, message[:4000], obj, plain]
 
     def check_origin(self, module: Any) -> None:
         """A production name the oracle imports must come from the tree under test."""

@@ -75,7 +75,7 @@ class Channel:
     def _result(self, reply: list[Any], stop_allowed: bool) -> Any:
         if reply[0] == "ok" and len(reply) >= 2:
             return self.dec(reply[1])
-        if reply[0] == "err" and len(reply) == 6:
+        if reply[0] == "err" and len(reply) == 7:
             raise self._exception(reply, stop_allowed)
         raise SealedCallError(f"the subject sent a malformed reply: {str(reply)[:120]}")
 
@@ -120,8 +120,10 @@ class Channel:
         raise codec.CodecError(f"unknown reference {str(data)[:80]}")
 
     def _exception(self, reply: list[Any], stop_allowed: bool) -> BaseException:
-        _tag, qualname, builtin_name, cls_ref, message, obj_ref = reply
+        _tag, qualname, builtin_name, cls_ref, message, obj_ref, plain_args = reply
         message = str(message)
+        args = plain_args if type(plain_args) is list and len(plain_args) <= 8 and all(
+            type(a) in (int, float, str, bool, type(None)) for a in plain_args) else [message]
         if builtin_name in ITERATION_ENDS and not stop_allowed:
             exc = ProductionError(f"{qualname} raised outside iteration (it would end the property's own loop): "
                                   f"{message}")
@@ -131,7 +133,7 @@ class Channel:
             cls = BUILTIN_EXCEPTIONS.get(builtin_name) if builtin_name == qualname else None
             if cls is not None:
                 try:
-                    return cls(message)
+                    return cls(*args)
                 except Exception:  # a builtin whose constructor wants more: fall through
                     pass
             exc = ProductionError(f"{qualname}: {message}")

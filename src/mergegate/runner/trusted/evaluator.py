@@ -27,8 +27,6 @@ import select
 import signal
 import sys
 import time
-import types
-from collections.abc import Callable
 from typing import Any
 
 MSG_LIMIT = 4 << 20
@@ -78,14 +76,6 @@ def watch_opens(root: str) -> list[str]:
     return opened
 
 
-def oracle_module(job: dict[str, Any], oracle_path: str) -> types.ModuleType:
-    module = types.ModuleType(job["module"])
-    module.__file__ = oracle_path
-    module.__package__ = job["module"].rpartition(".")[0]  # relative imports in an oracle package
-    sys.modules[job["module"]] = module
-    return module
-
-
 def rebuild(counted: Any, handle: Any, fn: Any, job: dict[str, Any], given: Any, settings: Any, seed: Any,
             parent: Any) -> Any:
     """The property again, from its real ``@given`` handle, around ``counted`` (its body behind a counter),
@@ -99,21 +89,6 @@ def rebuild(counted: Any, handle: Any, fn: Any, job: dict[str, Any], given: Any,
     if explicit:
         test.hypothesis_explicit_examples = list(explicit)
     return seed(int(job["seed"]))(bounded_settings(settings, parent, job)(test))
-
-
-def not_a_property(job: dict[str, Any], rel: str) -> dict[str, Any]:
-    return {"status": "fail", "witness": f"NotAProperty:{rel}",
-            "error": f"{job['function']} is not a Hypothesis @given test"}
-
-
-def verdict(failure: BaseException | None, examples: int, oracle_path: str, rel: str,
-            site: Callable[[BaseException, str, str], str], cex: Callable[[BaseException], str]) -> dict[str, Any]:
-    if failure is not None:
-        return {"status": "fail", "witness": site(failure, oracle_path, rel), "counterexample": cex(failure),
-                "error": f"{type(failure).__name__}: {failure}"[:2000]}
-    if examples == 0:
-        return {"status": "fail", "witness": f"ZeroExamples:{rel}", "error": "the property ran zero examples"}
-    return {"status": "pass", "witness": ""}
 
 
 # ---------------------------------------------------------------- the sealed child
@@ -338,8 +313,8 @@ def zygote() -> None:
     from mergegate.runner.trusted import session, standins  # noqa: F401 - loaded once, before any fork
     from mergegate.runner.unsealed import worker
 
+    session.prepare()  # before the shared children's snapshot: pytest's modules are guarded too
     state = worker.zygote_state()
-    session.prepare()
     warm_up()
     scan_nothing_loaded_so_far()
     # Everything loaded so far is shared by every child: keep the collector (Hypothesis runs it

@@ -41,11 +41,12 @@ class GatePlugin:
         self.collect_report: Any = None
         self.marked_xfail: set[str] = set()
         self.xfailed = 0
+        self.tampered: str | None = None  # shared runs: what production changed, if it did
 
     def _front(self) -> None:
         import sys
 
-        if sys.meta_path and sys.meta_path[0] is not self.finder:
+        if self.finder is not None and sys.meta_path and sys.meta_path[0] is not self.finder:
             sys.meta_path.remove(self.finder)
             sys.meta_path.insert(0, self.finder)  # before pytest's assertion rewriter: production is never a file
 
@@ -116,13 +117,27 @@ class GatePlugin:
             raise
 
     def _counted(self, inner: Any) -> Any:
+        import sys
+
+        gettrace, shared = sys.gettrace, self.job["isolation"] == "shared"
+
         @functools.wraps(inner)
         def counted(*args: Any, **kwargs: Any) -> Any:
-            out = inner(*args, **kwargs)
+            try:
+                out = inner(*args, **kwargs)
+            finally:
+                if shared and gettrace() is not None:  # production in this process set a tracer
+                    self.tampered = self.tampered or "sys.settrace"
             self.examples += 1  # examples that completed, not calls
             return out
 
         return counted
+
+    def _check_body(self, inner: Any) -> None:
+        """Shared runs: the test body must be the trusted tree's code, not one production put there."""
+        filename = getattr(getattr(inner, "__code__", None), "co_filename", "")
+        if self.job["isolation"] == "shared" and not filename.startswith(self.job["trusted_root"].rstrip("/") + "/"):
+            self.tampered = self.tampered or "the test body (not defined in the oracle tree)"
 
     def _given(self, item: Any, function: Any, handle: Any) -> None:
         import hypothesis
@@ -130,6 +145,7 @@ class GatePlugin:
         from mergegate.runner.trusted import evaluator
 
         own = getattr(function, "_hypothesis_internal_use_settings", None) or hypothesis.settings.default
+        self._check_body(handle.inner_test)
         test = evaluator.rebuild(self._counted(handle.inner_test), handle, function, self.job, hypothesis.given,
                                  hypothesis.settings, hypothesis.seed, own)
         args = {name: item.funcargs[name] for name in item._fixtureinfo.argnames}
@@ -259,6 +275,10 @@ def run(job: dict[str, Any], finder: Any, result: dict[str, Any]) -> dict[str, A
             handle.write(INI)
     code = _main(arguments(job, ini), plugin)
     result["examples"] = plugin.examples
-    result["calls"] = finder.channel.calls
+    if finder is not None:
+        result["calls"] = finder.channel.calls
     result["kind"] = "plain" if plugin.kinds == {"plain"} else "hypothesis"
-    return plugin.outcome(code)
+    outcome = plugin.outcome(code)
+    if plugin.tampered is not None:
+        outcome["tampered"] = plugin.tampered
+    return outcome
