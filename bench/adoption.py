@@ -51,11 +51,8 @@ PROJECTS: dict[str, dict[str, Any]] = {
         "end": "77ade420ab2274b11e75d68fd45ec789b6ca0bc6",  # 2026-08-17
         "package": "bidict",
         "tests": "tests",
-        # pytest collects only tests/test_bidict.py (tests/microbenchmarks.py is not a test file name)
-        "import_paths": ["tests/test_bidict.py"],
-        # `gate catalog import` misses the state machine (its TestCase is bound to a name not starting with Test)
-        "extra_entries": [("bidict.BidictStateMachineTest", "tests/test_bidict.py::BidictStateMachineTest",
-                           "BidictStateMachine: every rule keeps a bidict consistent with its model")],
+        "import_paths": None,  # gate catalog import takes the files pytest collects (not microbenchmarks.py)
+        "extra_entries": [],  # import finds the state machine (BidictStateMachineTest = ....TestCase)
         # tests/bidict_test_fixtures.py (imported by every test) subclasses production classes and
         # subscripts BidictBase[KT, VT] at import: docs/runner.md says such tests are marked shared
         "shared_files": ["tests/test_bidict.py"],
@@ -75,13 +72,7 @@ PROJECTS: dict[str, dict[str, Any]] = {
         "package": "pyrsistent",
         "tests": "tests",
         "import_paths": None,  # every *_test.py
-        "extra_entries": [
-            ("hypothesis_vector.PVectorBuilderTests", "tests/hypothesis_vector_test.py::PVectorBuilderTests",
-             "PVectorBuilder: a pvector built by random operations matches a list"),
-            ("hypothesis_vector.PVectorEvolverBuilderTests",
-             "tests/hypothesis_vector_test.py::PVectorEvolverBuilderTests",
-             "PVectorEvolverBuilder: an evolver built by random operations matches a list"),
-        ],
+        "extra_entries": [],  # import finds both state machines (PVectorBuilderTests = ....TestCase)
         "shared_files": [],
         # tests taking the `pvector` fixture run once per implementation; the C one (pvectorc) is not built, and a
         # node id with one skipped instance is a fail for the gate: pin the pure-Python instance

@@ -269,3 +269,45 @@ def test_a_builtin_exception_keeps_its_plain_arguments_sealed(tmp_path: Path) ->
     sign_and_commit(repo, files, "args")
     (row,) = run_rows(repo, "--only", "prop.args", "--seeds", "3")
     assert row["status"] == "pass", row
+
+
+PARAM_SKIPS = '''\
+import pytest
+
+from shop import flags
+
+
+@pytest.fixture(params=["pure", "fast"])
+def impl(request):
+    if request.param == "fast":
+        pytest.importorskip("shop_fast_extension_not_built")  # a C extension this machine did not build
+    return request.param
+
+
+def test_with_impl(impl):
+    assert flags.broken() == 1
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_every_instance_skips(n):
+    pytest.skip("nothing runs")
+'''
+
+
+@pytest.mark.parametrize(("func", "allow", "status", "witness"), [
+    ("test_with_impl", False, "fail", "Skipped:"),
+    ("test_with_impl", True, "pass", ""),
+    ("test_every_instance_skips", True, "fail", "Skipped:"),  # something must have run and passed
+])
+def test_allow_skip_is_a_persons_choice_and_never_makes_nothing_a_pass(tmp_path: Path, func: str, allow: bool,
+                                                                       status: str, witness: str) -> None:
+    repo = init_repo(tmp_path / "skips")
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["src/shop/flags.py"] = FLAGS
+    files["oracles/properties/test_skips.py"] = PARAM_SKIPS
+    extra = {"allow_skip": True} if allow else {}
+    files["oracles/catalog/prop.skips.yaml"] = catalog_entry(
+        "prop.skips", func, file="oracles/properties/test_skips.py", **extra)
+    sign_and_commit(repo, files, "skips")
+    (row,) = run_rows(repo, "--only", "prop.skips", "--seeds", "3")
+    assert row["status"] == status and str(row["witness"]).startswith(witness), row

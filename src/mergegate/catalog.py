@@ -15,7 +15,7 @@ from mergegate.errors import ConfigError
 CLAIMED_FILE = "claimed.yaml"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 _KEYS = ("id", "oracle", "claim", "canary", "quarantine_eligible", "fixtures", "max_examples", "covers",
-         "isolation")
+         "isolation", "allow_skip")
 ISOLATIONS = ("sealed", "shared")
 
 
@@ -34,6 +34,7 @@ class Property:
     covers: tuple[str, ...] = ()
     source: str = ""  # the catalog file this entry came from
     isolation: str = "sealed"  # shared: a person decided it cannot run sealed (production in its process)
+    allow_skip: bool = False  # a person's choice: a skipped instance is not a fail if another one ran and passed
 
     @property
     def node_id(self) -> nodeids.NodeId:
@@ -75,7 +76,7 @@ def parse_entry(text: str | bytes, source: str) -> Property:
                         "path/to/test_x.py::TestClass::test_y or path/to/test_x.py::test_y[param]") from None
     claim = yamlio.expect(doc, ("claim",), raw["claim"], str, "a one-line claim")
     flags = {}
-    for key in ("canary", "quarantine_eligible"):
+    for key in ("canary", "quarantine_eligible", "allow_skip"):
         if key in raw:
             flags[key] = yamlio.expect(doc, (key,), raw[key], bool, "true or false")
     max_examples = raw.get("max_examples", 100)

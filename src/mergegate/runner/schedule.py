@@ -243,7 +243,7 @@ def _job(index: int, tree: Tree, spec: speclib.Spec, seed: int, policy: Policy, 
     job: dict[str, Any] = {
         "id": index, "prop": spec.prop.id, "seed": seed, "isolation": spec.prop.isolation,
         "trusted_root": str(trusted_root), "oracle_file": spec.prop.oracle_file,
-        "function": spec.prop.oracle_function, "nodeid": spec.prop.oracle,
+        "function": spec.prop.oracle_function, "nodeid": spec.prop.oracle, "allow_skip": spec.prop.allow_skip,
         "source": spec.source.decode("utf-8", "surrogateescape"),
         "max_examples": spec.prop.max_examples, "oracle_root": oracle_root, "module": module,
         "timeout": policy.runner.timeout_s, "pycache": str(scratch / "pycache"), "home": str(scratch / "home"),
