@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -40,3 +41,24 @@ def median(values: list[float]) -> float:
 
 
 __all__ = ["clean_env", "fast_import", "gate", "git", "median", "os", "temp_dir"]
+
+
+def version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def mergegate_rev() -> str:
+    """The commit of the mergegate under test, and whether its src/ has uncommitted changes."""
+    import mergegate
+
+    root = Path(mergegate.__file__).resolve().parents[2]
+    rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                         check=False).stdout.strip()
+    if not rev:
+        return f"{version('mergegate')} from {root} (not a git checkout)"
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "src"], capture_output=True,
+                           text=True, check=False).stdout.strip()
+    return f"{rev}{' + uncommitted changes in src/' if dirty else ''} ({root})"

@@ -38,10 +38,18 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 GATE = str(ROOT / ".venv" / "bin" / "gate")
-PERSON = {"GIT_AUTHOR_NAME": "Ada Maintainer", "GIT_AUTHOR_EMAIL": "ada@maintainers.example",
-          "GIT_COMMITTER_NAME": "Ada Maintainer", "GIT_COMMITTER_EMAIL": "ada@maintainers.example"}
-AGENT = {"GIT_AUTHOR_NAME": "replay", "GIT_AUTHOR_EMAIL": "replay[bot]@agents.example",
-         "GIT_COMMITTER_NAME": "replay", "GIT_COMMITTER_EMAIL": "replay[bot]@agents.example"}
+PERSON = {
+    "GIT_AUTHOR_NAME": "Ada Maintainer",
+    "GIT_AUTHOR_EMAIL": "ada@maintainers.example",
+    "GIT_COMMITTER_NAME": "Ada Maintainer",
+    "GIT_COMMITTER_EMAIL": "ada@maintainers.example",
+}
+AGENT = {
+    "GIT_AUTHOR_NAME": "replay",
+    "GIT_AUTHOR_EMAIL": "replay[bot]@agents.example",
+    "GIT_COMMITTER_NAME": "replay",
+    "GIT_COMMITTER_EMAIL": "replay[bot]@agents.example",
+}
 
 PROJECTS: dict[str, dict[str, Any]] = {
     "bidict": {
@@ -59,9 +67,21 @@ PROJECTS: dict[str, dict[str, Any]] = {
         # (label, fix commit: its first-parent diff restricted to the package is reverted, on which revision)
         "bugs": [
             ("NaN keys: _dedup no-op detection (#382)", "eced6241c6210002c5938a181e1dffe28e05de4c", "end"),
-            ("OrderedBidict keys() vs items() comparison TypeError (#376, #384)", "a92284506f43b12d870cbebb23bfce9d1f607170", "end"),
-            ("bulk update rollback for non-dup failures (#389, #391)", "c9d4f851522adfb714d2b07dcd89b8596bb8153b", "end"),
-            ("roll back failed bulk updates when on_dup cannot raise (#392)", "b0f3b9aaa9792dcf7a630b22a5e1b86762895e8c", "end"),
+            (
+                "OrderedBidict keys() vs items() comparison TypeError (#376, #384)",
+                "a92284506f43b12d870cbebb23bfce9d1f607170",
+                "end",
+            ),
+            (
+                "bulk update rollback for non-dup failures (#389, #391)",
+                "c9d4f851522adfb714d2b07dcd89b8596bb8153b",
+                "end",
+            ),
+            (
+                "roll back failed bulk updates when on_dup cannot raise (#392)",
+                "b0f3b9aaa9792dcf7a630b22a5e1b86762895e8c",
+                "end",
+            ),
         ],
     },
     "pyrsistent": {
@@ -95,7 +115,9 @@ PROJECTS: dict[str, dict[str, Any]] = {
 # ---------------------------------------------------------------- plumbing
 
 
-def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run(
+    cmd: list[str], cwd: Path, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, **(env or {})}
     full.pop("GATE_AGENT", None)
     proc = subprocess.run(cmd, cwd=cwd, env=full, text=True, capture_output=True)
@@ -139,12 +161,16 @@ def claimed_ids(repo: Path) -> list[str]:
 def write_claimed(repo: Path, ids: list[str]) -> None:
     body = "".join(f'  - "{i}"\n' for i in ids)
     (repo / "oracles/catalog/claimed.yaml").write_text(
-        "# Property ids this repository claims; promotion needs every one of them.\nclaimed:" + ("\n" + body if ids else " []\n"))
+        "# Property ids this repository claims; promotion needs every one of them.\nclaimed:"
+        + ("\n" + body if ids else " []\n")
+    )
 
 
 def entry_text(pid: str, oracle: str, claim: str, package: str) -> str:
-    return (f'id: {pid}\noracle: "{oracle}"\nclaim: "{claim}"\ncanary: false\nquarantine_eligible: false\n'
-            f'fixtures: []\nmax_examples: 100\ncovers: ["{package}/**"]\n')
+    return (
+        f'id: {pid}\noracle: "{oracle}"\nclaim: "{claim}"\ncanary: false\nquarantine_eligible: false\n'
+        f'fixtures: []\nmax_examples: 100\ncovers: ["{package}/**"]\n'
+    )
 
 
 def sync_catalog(repo: Path, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -169,7 +195,9 @@ def sync_catalog(repo: Path, cfg: dict[str, Any]) -> dict[str, Any]:
     for pid, oracle, claim in cfg["extra_entries"]:
         f = repo / f"oracles/catalog/{pid}.yaml"
         cls_file, _, name = oracle.partition("::")
-        present = (repo / cls_file).exists() and re.search(rf"^{re.escape(name)}\s*=", (repo / cls_file).read_text(), re.M)
+        present = (repo / cls_file).exists() and re.search(
+            rf"^{re.escape(name)}\s*=", (repo / cls_file).read_text(), re.M
+        )
         if present and not f.exists():
             f.write_text(entry_text(pid, oracle, claim, cfg["package"]))
             write_claimed(repo, [*claimed_ids(repo), pid])
@@ -178,7 +206,9 @@ def sync_catalog(repo: Path, cfg: dict[str, Any]) -> dict[str, Any]:
             f.unlink()
             write_claimed(repo, [i for i in claimed_ids(repo) if i != pid])
     excluded = EXCLUDED.get(cfg["package"], set())
-    again = [p for p in out["added"] if (repo / f"oracles/catalog/{p}.yaml").exists() and oracle_of(repo, p) in excluded]
+    again = [
+        p for p in out["added"] if (repo / f"oracles/catalog/{p}.yaml").exists() and oracle_of(repo, p) in excluded
+    ]
     if again:
         drop(repo, again)
         out["added"] = [p for p in out["added"] if p not in again]
@@ -193,9 +223,15 @@ def sync_catalog(repo: Path, cfg: dict[str, Any]) -> dict[str, Any]:
                 f.write_text(text.replace(m.group(0), m.group(0)[:-1] + f'[{pin["param"]}]"'))
     for f in sorted((repo / "oracles/catalog").glob("*.yaml")):
         text = f.read_text()
-        if f.name != "claimed.yaml" and "isolation:" not in text and any(f'"{s}::' in text for s in cfg["shared_files"]):
-            f.write_text(text.rstrip("\n") + "\nisolation: shared   # its oracle subclasses production classes "
-                         "(docs/runner.md: not supported sealed)\n")
+        if (
+            f.name != "claimed.yaml"
+            and "isolation:" not in text
+            and any(f'"{s}::' in text for s in cfg["shared_files"])
+        ):
+            f.write_text(
+                text.rstrip("\n") + "\nisolation: shared   # its oracle subclasses production classes "
+                "(docs/runner.md: not supported sealed)\n"
+            )
     git(repo, "add", "-A", "--", "oracles/catalog")
     return out
 
@@ -260,18 +296,33 @@ def gate_run(repo: Path, out: Path) -> dict[str, Any]:
     secs = time.perf_counter() - t0
     props = rows_by_prop(out) if out.exists() else {}
     passing = sorted(p for p, rs in props.items() if all(r["status"] == "pass" for r in rs))
-    failing = {p: {"witness": rs[0]["witness"], "isolation": rs[0].get("isolation"),
-                   "error": (rs[0].get("error") or "")[-400:]}
-               for p, rs in props.items() if any(r["status"] != "pass" for r in rs)}
-    return {"seconds": round(secs, 1), "exit": proc.returncode, "entries": len(props), "pass": len(passing),
-            "failing": failing, "stderr": proc.stderr[-1500:]}
+    failing = {
+        p: {
+            "witness": rs[0]["witness"],
+            "isolation": rs[0].get("isolation"),
+            "error": (rs[0].get("error") or "")[-400:],
+        }
+        for p, rs in props.items()
+        if any(r["status"] != "pass" for r in rs)
+    }
+    return {
+        "seconds": round(secs, 1),
+        "exit": proc.returncode,
+        "entries": len(props),
+        "pass": len(passing),
+        "failing": failing,
+        "stderr": proc.stderr[-1500:],
+    }
 
 
 def gate_run_tree(repo: Path, tree: Path, trusted: str, out: Path) -> dict[str, Any]:
     gate(repo, "run", "--tree", str(tree), "--trusted", trusted, "--out", str(out), check=False)
     props = rows_by_prop(out) if out.exists() else {}
-    return {"failing": {p: {"witness": rs[0]["witness"]} for p, rs in props.items()
-                        if any(r["status"] != "pass" for r in rs)}}
+    return {
+        "failing": {
+            p: {"witness": rs[0]["witness"]} for p, rs in props.items() if any(r["status"] != "pass" for r in rs)
+        }
+    }
 
 
 def gate_check(repo: Path, base: str, head: str, evidence: Path) -> dict[str, Any]:
@@ -287,9 +338,15 @@ def gate_check(repo: Path, base: str, head: str, evidence: Path) -> dict[str, An
         props = dec.get("properties") or dec.get("verdicts") or []
         if isinstance(props, dict):
             props = [{"prop": k, **v} for k, v in props.items()]
-        out["not_pass"] = [{k: p.get(k) for k in ("prop", "id", "verdict", "reason", "base", "head", "witness")
-                            if p.get(k) is not None}
-                           for p in props if isinstance(p, dict) and p.get("verdict") != "pass"]
+        out["not_pass"] = [
+            {
+                k: p.get(k)
+                for k in ("prop", "id", "verdict", "reason", "base", "head", "witness")
+                if p.get(k) is not None
+            }
+            for p in props
+            if isinstance(p, dict) and p.get("verdict") != "pass"
+        ]
         out["counts"] = dict(Counter(p.get("verdict") for p in props if isinstance(p, dict)))
     else:
         out["stdout"] = proc.stdout[-1500:]
@@ -308,22 +365,30 @@ def adopt(name: str, cfg: dict[str, Any], work: Path) -> dict[str, Any]:
     for k, v in PERSON.items():
         if k.startswith("GIT_COMMITTER"):
             git(repo, "config", "user." + ("name" if k.endswith("NAME") else "email"), v)
-    res: dict[str, Any] = {"adopt": cfg["adopt"], "end": cfg["end"],
-                           "describe": git(repo, "log", "-1", "--format=%h %ad %s", "--date=short")}
+    res: dict[str, Any] = {
+        "adopt": cfg["adopt"],
+        "end": cfg["end"],
+        "describe": git(repo, "log", "-1", "--format=%h %ad %s", "--date=short"),
+    }
     gate(repo, "init")
     pol = (repo / "gate.yaml").read_text()
     pol = pol.replace('production: ["src/**"]', f'production: ["{cfg["package"]}/**"]')
     pol = pol.replace('oracle: ["oracles/properties/**"]', f'oracle: ["{cfg["tests"]}/**"]')
     (repo / "gate.yaml").write_text(pol)
     git(repo, "add", "-A")
-    res["init_commit"] = sign_and_commit(repo, f"Adopt mergegate: {cfg['package']}/ is production, {cfg['tests']}/ the oracle")
+    res["init_commit"] = sign_and_commit(
+        repo, f"Adopt mergegate: {cfg['package']}/ is production, {cfg['tests']}/ the oracle"
+    )
     # the raw figures: what import would write for the whole oracle tree
     t0 = time.perf_counter()
     dry = gate(repo, "catalog", "import", "--dry-run").stdout
     res["import_dry_s"] = round(time.perf_counter() - t0, 2)
     raw = re.findall(r"^would add \S+\s+(\S+)\s+\((plain test|hypothesis)\)", dry, re.M)
-    res["import_raw"] = {"entries": len(raw), "by_kind": dict(Counter(k for _, k in raw)),
-                         "files": dict(Counter(n.partition("::")[0] for n, _ in raw))}
+    res["import_raw"] = {
+        "entries": len(raw),
+        "by_kind": dict(Counter(k for _, k in raw)),
+        "files": dict(Counter(n.partition("::")[0] for n, _ in raw)),
+    }
     synced = sync_catalog(repo, cfg)
     res["import_s"] = round(synced["import_s"], 2)
     res["catalog_commit"] = sign_and_commit(repo, "catalog: adopt the suite (gate catalog import + hand edits)")
@@ -344,8 +409,9 @@ def adopt(name: str, cfg: dict[str, Any], work: Path) -> dict[str, Any]:
 def replay(name: str, cfg: dict[str, Any], work: Path) -> list[dict[str, Any]]:
     repo = work / name
     git(repo, "checkout", "-q", "-B", "replay", "adopted")
-    commits = git(repo, "rev-list", "--first-parent", "--reverse", f"{cfg['adopt']}..{cfg['end']}", "--",
-                  cfg["package"]).split()
+    commits = git(
+        repo, "rev-list", "--first-parent", "--reverse", f"{cfg['adopt']}..{cfg['end']}", "--", cfg["package"]
+    ).split()
     out = []
     for i, c in enumerate(commits, 1):
         subject = git(repo, "log", "-1", "--format=%s", c)
@@ -376,8 +442,11 @@ def replay(name: str, cfg: dict[str, Any], work: Path) -> list[dict[str, Any]]:
             out.append(row)
             continue
         row.update(gate_check(repo, base, head, work / "evidence" / name / f"replay-{i:02d}-{c[:8]}"))
-        print(f"  {name} replay {i:2d} {c[:8]} {row.get('decision')} {row.get('reasons')} "
-              f"{[p.get('prop') or p.get('id') for p in row.get('not_pass', [])][:6]}  {subject[:60]}", flush=True)
+        print(
+            f"  {name} replay {i:2d} {c[:8]} {row.get('decision')} {row.get('reasons')} "
+            f"{[p.get('prop') or p.get('id') for p in row.get('not_pass', [])][:6]}  {subject[:60]}",
+            flush=True,
+        )
         out.append(row)
     git(repo, "branch", "-f", "replayed", "HEAD")
     return out
@@ -392,8 +461,9 @@ def bugs(name: str, cfg: dict[str, Any], work: Path) -> list[dict[str, Any]]:
         diff = run(["git", "diff", f"{fix}^1", fix, "--", cfg["package"]], repo).stdout
         fix = fix[:8]
         row: dict[str, Any] = {"bug": label, "fix": fix, "on": on}
-        proc = subprocess.run(["git", "apply", "-R", "--3way", "--index"], cwd=repo, input=diff, text=True,
-                              capture_output=True)
+        proc = subprocess.run(
+            ["git", "apply", "-R", "--3way", "--index"], cwd=repo, input=diff, text=True, capture_output=True
+        )
         if proc.returncode != 0 or git(repo, "diff", "--name-only", "--diff-filter=U"):
             row["verdict"] = "revert does not apply"
             row["detail"] = proc.stderr[-500:]
@@ -401,11 +471,12 @@ def bugs(name: str, cfg: dict[str, Any], work: Path) -> list[dict[str, Any]]:
             out.append(row)
             continue
         head = commit(repo, f"reintroduce the bug fixed by {fix}", AGENT)
-        row.update(gate_check(repo, git(repo, "rev-parse", base), head or base,
-                              work / "evidence" / name / f"bug-{fix}"))
+        row.update(
+            gate_check(repo, git(repo, "rev-parse", base), head or base, work / "evidence" / name / f"bug-{fix}")
+        )
         row["caught"] = row.get("decision") == "reject"
-        print(f"  {name} bug {fix} {row.get('decision')} {[p.get('prop') or p.get('id') for p in row.get('not_pass', [])][:6]}  {label}",
-              flush=True)
+        failing = [p.get("prop") or p.get("id") for p in row.get("not_pass", [])][:6]
+        print(f"  {name} bug {fix} {row.get('decision')} {failing}  {label}", flush=True)
         out.append(row)
     return out
 
@@ -429,13 +500,20 @@ def main() -> int:
         print(f"== {name}", flush=True)
         res = adopt(name, cfg, work)
         run_ = res["run"]
-        print(f"  adopted {res['describe']}: import (dry run, whole tree) {res['import_raw']}; "
-              f"catalog {res['catalog_kinds']}; import {res['import_s']} s; gate run {run_['seconds']} s: "
-              f"{run_['pass']}/{run_['entries']} entries pass", flush=True)
+        print(
+            f"  adopted {res['describe']}: import (dry run, whole tree) {res['import_raw']}; "
+            f"catalog {res['catalog_kinds']}; import {res['import_s']} s; gate run {run_['seconds']} s: "
+            f"{run_['pass']}/{run_['entries']} entries pass",
+            flush=True,
+        )
         witnesses = Counter(f["witness"].split(":")[0] for f in run_["failing"].values())
         print(f"    failing on the adopted revision, by witness class: {dict(witnesses)}")
-        print(f"  dropped {len(res['dropped'])}; kept {res['catalog_kinds_kept']}; gate run {res['run_kept']['seconds']} s: "
-              f"{res['run_kept']['pass']}/{res['run_kept']['entries']} pass", flush=True)
+        print(
+            f"  dropped {len(res['dropped'])}; kept {res['catalog_kinds_kept']}; "
+            f"gate run {res['run_kept']['seconds']} s: "
+            f"{res['run_kept']['pass']}/{res['run_kept']['entries']} pass",
+            flush=True,
+        )
         if not args.skip_replay:
             res["replay"] = replay(name, cfg, work)
             results[name] = res

@@ -36,7 +36,6 @@ sympy and mpmath wheels are fetched once with ``pip download`` into ~/.cache/mer
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import json
 import os
 import shutil
@@ -51,6 +50,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from _repo import mergegate_rev, version
 
 from mergegate import diffrun, repo, runner
 from mergegate.demo import build
@@ -290,27 +291,6 @@ def with_examples(specs: Sequence[runner.Spec], n: int) -> list[runner.Spec]:
 def both_sides(trees: Sequence[runner.Tree], specs: Sequence[runner.Spec]) -> list[runner.Task]:
     """Base and head interleaved per property x seed, as ``diffrun.run_pair`` orders them."""
     return [(tree, spec, seed) for spec, seed in runner.plan(specs, SEEDS) for tree in trees]
-
-
-def version(name: str) -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "?"
-
-
-def mergegate_rev() -> str:
-    """The commit of the mergegate under test, and whether its src/ has uncommitted changes."""
-    import mergegate
-
-    root = Path(mergegate.__file__).resolve().parents[2]
-    rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                         check=False).stdout.strip()
-    if not rev:
-        return f"{version('mergegate')} from {root} (not a git checkout)"
-    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "src"], capture_output=True,
-                           text=True, check=False).stdout.strip()
-    return f"{rev}{' + uncommitted changes in src/' if dirty else ''} ({root})"
 
 
 def bwrap_version() -> str:

@@ -39,7 +39,6 @@ gate's time goes (from its evidence rows: per-row ``duration_s`` inside the eval
 from __future__ import annotations
 
 import collections
-import importlib.metadata
 import json
 import os
 import re
@@ -54,6 +53,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from _repo import mergegate_rev, version
 
 from mergegate.demo import build
 
@@ -85,24 +86,6 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     started = time.perf_counter()
     out = fn()
     return time.perf_counter() - started, out
-
-
-def version(name: str) -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "?"
-
-
-def mergegate_rev() -> str:
-    import mergegate
-
-    root = Path(mergegate.__file__).resolve().parents[2]
-    rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                         check=False).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "src"], capture_output=True,
-                           text=True, check=False).stdout.strip()
-    return f"{rev or '?'}{' + uncommitted changes in src/' if dirty else ''} ({root})"
 
 
 def gate_cmd() -> list[str]:

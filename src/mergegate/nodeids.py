@@ -85,10 +85,10 @@ def _bases(node: ast.ClassDef) -> list[str]:
     return out
 
 
-def _top(tree: ast.Module) -> dict[str, ast.AST]:
-    """What each top-level name is bound to (the last binding wins, as at import)."""
+def _bindings(body: list[ast.stmt]) -> dict[str, ast.AST]:
+    """What each name of a module or class body is bound to (the last binding wins, as at import)."""
     out: dict[str, ast.AST] = {}
-    for node in tree.body:
+    for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out[node.name] = node
         elif isinstance(node, ast.Assign):
@@ -101,16 +101,12 @@ def _top(tree: ast.Module) -> dict[str, ast.AST]:
     return out
 
 
+def _top(tree: ast.Module) -> dict[str, ast.AST]:
+    return _bindings(tree.body)
+
+
 def _members(node: ast.ClassDef) -> dict[str, ast.AST]:
-    out: dict[str, ast.AST] = {}
-    for item in node.body:
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out[item.name] = item
-        elif isinstance(item, ast.Assign):
-            for target in item.targets:
-                if isinstance(target, ast.Name):
-                    out[target.id] = item
-    return out
+    return _bindings(node.body)
 
 
 def _kind(node: ast.AST) -> str:
@@ -178,8 +174,9 @@ def discover(path: str, source: bytes) -> list[Test]:
     return sorted(found, key=lambda t: t.line)
 
 
-def imported_modules(source: bytes) -> list[str]:
-    """Absolute module names a file imports (for ``covers``)."""
+def imported_modules(source: bytes, members: bool = True) -> list[str]:
+    """Absolute module names a file imports, in order, once each; with ``members``, ``from m import x``
+    also gives ``m.x`` (x may be a submodule: ``covers`` wants it).  Unparsable source imports nothing."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -190,7 +187,8 @@ def imported_modules(source: bytes) -> list[str]:
             names.extend(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.append(node.module)
-            names.extend(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+            if members:
+                names.extend(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
     return list(dict.fromkeys(names))
 
 

@@ -6,7 +6,6 @@ in ``gate check``), never from a work tree.
 
 from __future__ import annotations
 
-import ast
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -115,15 +114,5 @@ def production_names(paths: Iterable[str], policy: Policy) -> set[str]:
 
 def production_imports(sources: Iterable[bytes], names: frozenset[str]) -> list[str]:
     """Absolute imports of production modules in the oracle sources (preloaded by the subject)."""
-    found: list[str] = []
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                found.extend(a.name for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                found.append(node.module)
+    found = [name for source in sources for name in nodeids.imported_modules(source, members=False)]
     return [n for n in dict.fromkeys(found) if n.partition(".")[0] in names]

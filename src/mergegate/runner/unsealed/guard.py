@@ -10,7 +10,6 @@ module's globals from production code changes nothing.
 
 from __future__ import annotations
 
-import ast
 import builtins
 import os
 import sys
@@ -115,18 +114,10 @@ def tampered(
 
 def oracle_imports(source: bytes, prod_roots: list[str]) -> list[str]:
     """Absolute top-level imports of the oracle that are not production modules."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.extend(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module)
+    from mergegate.nodeids import imported_modules
+
     wanted = []
-    for name in dict.fromkeys(names):
+    for name in imported_modules(source, members=False):
         top = name.split(".")[0]
         if any(os.path.exists(os.path.join(r, top)) or os.path.exists(os.path.join(r, top + ".py"))
                for r in prod_roots):
