@@ -18,6 +18,7 @@ How each collected item runs (``item.runtest`` is replaced):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import tempfile
@@ -208,9 +209,10 @@ def _text(report: Any) -> str:
 
 
 # pytest's plugins a sealed session never needs (each costs time in every run): no cache, no
-# debugger, no doctest, no report files, no pastebin, no thread or unraisable-exception hooks.
-BLOCKED = ("cacheprovider", "stepwise", "faulthandler", "pastebin", "doctest", "junitxml",
-           "legacypath", "setupplan", "setuponly", "unraisableexception", "threadexception")
+# stepwise, no faulthandler, no pastebin, no setup plans, no thread or unraisable-exception hooks.
+# Plugins that give fixtures a suite may use (tmpdir, record_property, doctest_namespace) stay.
+BLOCKED = ("cacheprovider", "stepwise", "faulthandler", "pastebin", "setupplan", "setuponly",
+           "unraisableexception", "threadexception")
 _PREPARED: list[Any] = []
 
 
@@ -220,7 +222,6 @@ def blocked() -> list[str]:
 
 def prepare() -> None:
     """In the zygote: import pytest's plugins and build its plugin manager once, before any fork."""
-    import contextlib
     import importlib
 
     import pytest  # noqa: F401
@@ -233,7 +234,33 @@ def prepare() -> None:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
     with contextlib.suppress(Exception):
+        _warm_up()
+    with contextlib.suppress(Exception):
         _PREPARED.append(get_config(blocked()))
+
+
+def _warm_up() -> None:
+    """One throwaway session on a tiny test of our own, before any fork: pytest's lazy caches
+    (compiled patterns, signatures, the assertion rewriter) are filled once, for every child."""
+    import pytest
+
+    with tempfile.TemporaryDirectory(prefix="gate-warm-") as folder:
+        test = os.path.join(folder, "test_warm.py")
+        with open(test, "w", encoding="utf-8") as handle:
+            handle.write("import pytest\n\n\n@pytest.fixture\ndef value(tmp_path):\n    return 1\n\n\n"
+                         "class TestWarm:\n    @pytest.mark.parametrize('n', [1])\n"
+                         "    def test_warm(self, value, n, monkeypatch, capsys):\n        assert value == n\n")
+        ini = os.path.join(folder, "pytest.ini")
+        with open(ini, "w", encoding="utf-8") as handle:
+            handle.write(INI)
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+            pytest.main([test, "-c", ini, "--rootdir", folder, "--confcutdir", folder, *blocked(), "-q", "-s"])
+        import sys
+
+        for name in [n for n, m in sys.modules.items() if str(getattr(m, "__file__", "")).startswith(folder)]:
+            del sys.modules[name]  # an oracle may have a module of the same name
+        for path in [p for p in sys.path if p.startswith(folder)]:
+            sys.path.remove(path)
 
 
 def _main(args: list[str], plugin: GatePlugin) -> int:
