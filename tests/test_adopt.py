@@ -89,7 +89,8 @@ def test_parse_node_ids(text: str, file: str, names: tuple[str, ...], param: str
 
 @pytest.mark.parametrize("text", [
     "t/test_a.py", "t/test_a.txt::x", "/abs/test_a.py::x", "t/test_a.py::", "t/test_a.py::1x",
-    "t/test_a.py::x[unclosed", "t/test_a.py::a b", "t/test_a.py::x[\n]",
+    "t/test_a.py::x[unclosed", "t/test_a.py::a b", "t/test_a.py::x[\n]", "../test_a.py::x", "t/../test_a.py::x",
+    "t//test_a.py::x", "./test_a.py::x",
 ])
 def test_malformed_node_ids_are_refused(text: str) -> None:
     with pytest.raises(nodeids.NodeIdError):

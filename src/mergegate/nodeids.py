@@ -43,7 +43,8 @@ class NodeId:
 def parse(text: str) -> NodeId:
     """``file.py::A::b[x]`` -> NodeId; a NodeIdError says what is wrong."""
     file_, sep, rest = text.partition("::")
-    if not sep or not file_.endswith(".py") or file_.startswith("/") or not rest:
+    if not sep or not file_.endswith(".py") or file_.startswith("/") or not rest \
+            or any(part in ("", ".", "..") for part in file_.split("/")):
         raise NodeIdError(f"bad oracle {text!r}")
     names_text, bracket, param = rest.partition("[")
     if bracket and not param.endswith("]"):
