@@ -311,3 +311,48 @@ def test_allow_skip_is_a_persons_choice_and_never_makes_nothing_a_pass(tmp_path:
     sign_and_commit(repo, files, "skips")
     (row,) = run_rows(repo, "--only", "prop.skips", "--seeds", "3")
     assert row["status"] == status and str(row["witness"]).startswith(witness), row
+
+
+STAR_ORACLE = '''\
+from shop import flags
+
+
+def test_flag_is_one():
+    assert flags.broken() == 1
+
+
+from shop.extras import *  # noqa: E402,F403 - helpers the rest of the suite re-exports
+'''
+
+
+def test_production_cannot_rebind_the_oracles_test_name(tmp_path: Path) -> None:
+    """A star import the oracle makes after its test lets production's ``__all__`` rebind the test's name to a
+    production object built to get through collection (a callable with no ``__code__`` and a ``__signature__``
+    of None).  A stand-in is never a function of the trusted session, so nothing is collected for the name:
+    the patch that also breaks ``flags`` is rejected by ``gate check`` with ``NotCollected``."""
+    import json
+
+    from tests.helpers import commit, gate, git
+
+    repo = init_repo(tmp_path / "star")
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["src/shop/flags.py"] = FLAGS
+    files["src/shop/extras.py"] = '__all__ = ["helper"]\n\n\ndef helper():\n    return 1\n'
+    files["oracles/properties/test_star.py"] = STAR_ORACLE
+    files["oracles/catalog/prop.star.yaml"] = catalog_entry("prop.star", "test_flag_is_one",
+                                                            file="oracles/properties/test_star.py")
+    sign_and_commit(repo, files, "star")
+    git(repo, "checkout", "-q", "-b", "agent")
+    commit(repo, {"src/shop/flags.py": FLAGS.replace("return 1", "return 2"),
+                  "src/shop/extras.py": '__all__ = ["helper", "test_flag_is_one"]\n\n\ndef helper():\n    return 1\n\n\n'
+                                        "class _Passes:\n    __signature__ = None  # inspect reads the stand-in's\n\n"
+                                        "    def __call__(self):\n        return None\n\n\n"
+                                        "test_flag_is_one = _Passes()  # no __code__: pytest's collection gets past it\n"},
+           "agent: rebind the test", env={"GIT_AUTHOR_EMAIL": "bot[bot]@agents.example"})
+    proc = gate(repo, "check", "--base", "main", "--head", "agent", "--json")
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 1 and data["decision"] == "reject", proc.stdout + proc.stderr
+    (prop,) = [p for p in data["properties"] if p["prop"] == "prop.star"]
+    assert prop["verdict"] == "fail", prop
+    rows = [json.loads(line) for line in (Path(data["evidence"]) / "patch.jsonl").read_text().splitlines()]
+    assert {r["witness"].partition(":")[0] for r in rows if r["prop"] == "prop.star"} == {"NotCollected"}, rows
