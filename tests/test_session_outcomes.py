@@ -343,11 +343,11 @@ def test_production_cannot_rebind_the_oracles_test_name(tmp_path: Path) -> None:
                                                             file="oracles/properties/test_star.py")
     sign_and_commit(repo, files, "star")
     git(repo, "checkout", "-q", "-b", "agent")
-    commit(repo, {"src/shop/flags.py": FLAGS.replace("return 1", "return 2"),
-                  "src/shop/extras.py": '__all__ = ["helper", "test_flag_is_one"]\n\n\ndef helper():\n    return 1\n\n\n'
-                                        "class _Passes:\n    __signature__ = None  # inspect reads the stand-in's\n\n"
-                                        "    def __call__(self):\n        return None\n\n\n"
-                                        "test_flag_is_one = _Passes()  # no __code__: pytest's collection gets past it\n"},
+    extras = ('__all__ = ["helper", "test_flag_is_one"]\n\n\ndef helper():\n    return 1\n\n\n'
+              "class _Passes:\n    __signature__ = None  # inspect reads the stand-in's\n\n"
+              "    def __call__(self):\n        return None\n\n\n"
+              "test_flag_is_one = _Passes()  # no __code__: pytest's collection gets past it\n")
+    commit(repo, {"src/shop/flags.py": FLAGS.replace("return 1", "return 2"), "src/shop/extras.py": extras},
            "agent: rebind the test", env={"GIT_AUTHOR_EMAIL": "bot[bot]@agents.example"})
     proc = gate(repo, "check", "--base", "main", "--head", "agent", "--json")
     data = json.loads(proc.stdout)
