@@ -188,6 +188,12 @@ ATTACKS = {
     "strategies replaced": "import hypothesis.strategies as st\nfrom decimal import Decimal as _D\n"
                            "st.decimals = lambda *a, **k: st.just(_D(0))\n",
     "builtins patched": "import builtins\nbuiltins.abs = lambda x: 0\n",
+    # the trusted side is a pytest session: its reports must not be production's to rewrite
+    "pytest reports patched": "import _pytest.reports as _r\n_r.TestReport.failed = property(lambda self: False)\n"
+                              "_r.TestReport.passed = property(lambda self: True)\n",
+    "pytest runner patched": "import _pytest.runner as _r\n_orig = _r.call_and_report\n"
+                             "def _quiet(item, when, log=True, **kw):\n    report = _orig(item, when, log, **kw)\n"
+                             "    report.outcome = 'passed'\n    return report\n_r.call_and_report = _quiet\n",
     "hypothesis module swapped": "import sys, types\nfake = types.ModuleType('hypothesis')\n"
                                  "fake.given = lambda *a, **k: (lambda f: f)\nsys.modules['hypothesis'] = fake\n",
     "os._exit(0)": "import os\nos._exit(0)\n",
