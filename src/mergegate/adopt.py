@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from mergegate import catalog, nodeids
+from mergegate import catalog, nodeids, yamlio
 from mergegate.policy import ORACLE, PRODUCTION, Policy
 
 
@@ -54,6 +54,14 @@ def unresolved(cat: catalog.Catalog, files: Mapping[str, bytes],
         except nodeids.NodeIdError as exc:
             problems.append(Problem(prop.source, line_of(prop), str(exc)))
     return problems
+
+
+def entry_line(files: Mapping[str, bytes]) -> Callable[[catalog.Property], int | None]:
+    """The line of an entry's ``oracle:`` key in its catalog file (for messages)."""
+    def line(prop: catalog.Property) -> int | None:
+        return yamlio.load(files[prop.source], prop.source).line(("oracle",)) if prop.source in files else None
+
+    return line
 
 
 def _base(node_id: nodeids.NodeId) -> str:
@@ -119,13 +127,12 @@ class NewEntry:
 
 
 def plan_entries(cat: catalog.Catalog, tests: Sequence[nodeids.Test], files: Mapping[str, bytes],
-                 policy: Policy, existing_paths: frozenset[str]) -> list[NewEntry]:
+                 every: frozenset[str], policy: Policy, existing_paths: frozenset[str]) -> list[NewEntry]:
     """An entry per test no entry names yet; never an id or a file that exists."""
     from mergegate.drafter.accept import entry_text
     from mergegate.runner.trees import import_roots
 
-    production = [p for p in files if policy.classify(p) == PRODUCTION]
-    every = frozenset(files)
+    production = [p for p in every if policy.classify(p) == PRODUCTION]
     roots = import_roots(policy.paths.production, every.__contains__)
     taken = {p.id.lower() for p in cat.properties}
     taken |= {p.rpartition("/")[2].rsplit(".", 1)[0].lower() for p in existing_paths}

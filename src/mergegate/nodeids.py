@@ -102,14 +102,6 @@ def _bindings(body: list[ast.stmt]) -> dict[str, ast.AST]:
     return out
 
 
-def _top(tree: ast.Module) -> dict[str, ast.AST]:
-    return _bindings(tree.body)
-
-
-def _members(node: ast.ClassDef) -> dict[str, ast.AST]:
-    return _bindings(node.body)
-
-
 def _kind(node: ast.AST) -> str:
     if _is_machine_case(node) or _decorators_mention(node, "given"):
         return HYPOTHESIS
@@ -133,7 +125,7 @@ def resolve(node_id: NodeId, source: bytes) -> str:
     A name bound by an import or an assignment, or a method a class may inherit
     (the class has bases), is taken on trust here; pytest decides when it runs.
     """
-    scope = _top(parse_source(source, node_id.file))
+    scope = _bindings(parse_source(source, node_id.file).body)
     node: ast.AST | None = None
     for depth, name in enumerate(node_id.names):
         found = scope.get(name)
@@ -144,14 +136,14 @@ def resolve(node_id: NodeId, source: bytes) -> str:
             raise NodeIdError(f"{where} has no test {name!r}")
         node = found
         if isinstance(found, ast.ClassDef):
-            scope = _members(found)
+            scope = _bindings(found.body)
         elif depth < len(node_id.names) - 1 and not _is_machine_case(found):
             raise NodeIdError(f"{node_id}: {name!r} is not a class")
         else:
             scope = {}
     assert node is not None
     if isinstance(node, ast.ClassDef) and not any("StateMachine" in b for b in _bases(node)):
-        return HYPOTHESIS if any(_kind(m) == HYPOTHESIS for m in _members(node).values()) else PLAIN
+        return HYPOTHESIS if any(_kind(m) == HYPOTHESIS for m in _bindings(node.body).values()) else PLAIN
     return _kind(node)
 
 
@@ -160,7 +152,7 @@ def discover(path: str, source: bytes) -> list[Test]:
     and their ``test*`` methods, unittest cases, ``X = Machine.TestCase`` under any name)."""
     tree = parse_source(source, path)
     found: list[Test] = []
-    for name, node in _top(tree).items():
+    for name, node in _bindings(tree.body).items():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and name.startswith("test"):
             found.append(Test(NodeId(path, (name,)), _kind(node), ast.get_docstring(node) or "", node.lineno))
         elif _is_machine_case(node):  # a unittest.TestCase: pytest collects it whatever its name
@@ -168,7 +160,7 @@ def discover(path: str, source: bytes) -> list[Test]:
         elif isinstance(node, ast.ClassDef) and (name.startswith("Test") or "TestCase" in _bases(node)):
             if any("StateMachine" in b for b in _bases(node)):
                 continue  # the machine itself is not a test; its TestCase assigned to a name is
-            for member, item in _members(node).items():
+            for member, item in _bindings(node.body).items():
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.startswith("test"):
                     found.append(Test(NodeId(path, (name, member)), _kind(item), ast.get_docstring(item) or "",
                                       item.lineno))

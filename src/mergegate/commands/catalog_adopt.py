@@ -8,18 +8,26 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from mergegate import adopt, catalog, fsutil, gitio, nodeids, repo, yamlio
+from mergegate import adopt, catalog, fsutil, gitio, nodeids, repo
 from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
 from mergegate.policy import ORACLE, Policy
 
 MAX_FILE = 4 << 20  # a test file larger than this is not read (and said so)
 
 
-def work_tree_files(top: Path) -> dict[str, bytes]:
-    """Tracked and untracked (not ignored) regular files of the work tree, by repository path."""
-    paths = [e.path for e in gitio.ls_index(top) if not e.is_submodule] + gitio.untracked(top)
+def _needed(policy: Policy) -> Callable[[str], bool]:
+    """The files whose bytes import and status read: the oracle tree and the catalog (production only by name)."""
+    prefix = policy.paths.catalog.rstrip("/") + "/"
+    return lambda path: path.startswith(prefix) or policy.classify(path) == ORACLE
+
+
+def work_tree_files(top: Path, policy: Policy) -> tuple[frozenset[str], dict[str, bytes]]:
+    """Every tracked and untracked (not ignored) path of the work tree; the bytes of the regular files
+    among them that import and status read."""
+    paths = frozenset([e.path for e in gitio.ls_index(top) if not e.is_submodule] + gitio.untracked(top))
+    needed = _needed(policy)
     files: dict[str, bytes] = {}
-    for rel in dict.fromkeys(paths):
+    for rel in sorted(p for p in paths if needed(p)):
         path = top / rel
         try:
             if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_FILE:
@@ -27,25 +35,20 @@ def work_tree_files(top: Path) -> dict[str, bytes]:
             files[rel] = path.read_bytes()
         except OSError:
             continue
-    return files
+    return paths, files
 
 
-def rev_files(rev: str, top: Path) -> dict[str, bytes]:
-    entries = [e for e in gitio.ls_tree(rev, top) if not e.is_submodule and not e.is_symlink]
-    blobs = dict(gitio.read_blobs((e.sha for e in entries), top))
-    return {e.path: blobs[e.sha] for e in entries}
+def rev_files(rev: str, top: Path, policy: Policy) -> tuple[frozenset[str], dict[str, bytes]]:
+    entries = [e for e in gitio.ls_tree(rev, top) if not e.is_submodule]
+    needed = _needed(policy)
+    wanted = [e for e in entries if not e.is_symlink and needed(e.path)]
+    blobs = dict(gitio.read_blobs((e.sha for e in wanted), top))
+    return frozenset(e.path for e in entries), {e.path: blobs[e.sha] for e in wanted}
 
 
 def catalog_of(files: dict[str, bytes], policy: Policy) -> catalog.Catalog:
     prefix = policy.paths.catalog.rstrip("/") + "/"
     return catalog.build({p: b for p, b in files.items() if p.startswith(prefix)}, prefix.rstrip("/"))
-
-
-def entry_line(files: dict[str, bytes]) -> Callable[[catalog.Property], int | None]:
-    def line(prop: catalog.Property) -> int | None:
-        return yamlio.load(files[prop.source], prop.source).line(("oracle",)) if prop.source in files else None
-
-    return line
 
 
 def _select(tests: list[nodeids.Test], paths: list[str], policy: Policy, top: Path) -> list[nodeids.Test]:
@@ -69,12 +72,12 @@ def _select(tests: list[nodeids.Test], paths: list[str], policy: Policy, top: Pa
 def run_import(args: argparse.Namespace) -> int:
     top = gitio.toplevel()
     policy = repo.load_policy(None, top)
-    files = work_tree_files(top)
+    paths, files = work_tree_files(top, policy)
     cat = catalog_of(files, policy)
     tests = _select(adopt.oracle_tests(files, policy), args.paths, policy, top)
     cat_dir = policy.paths.catalog.rstrip("/")
     existing = frozenset(p for p in files if p.startswith(cat_dir + "/"))
-    entries = adopt.plan_entries(cat, tests, files, policy, existing)
+    entries = adopt.plan_entries(cat, tests, files, paths, policy, existing)
     for new in entries:
         kind = "plain test" if new.test.kind == nodeids.PLAIN else "hypothesis"
         print(f"{'would add' if args.dry_run else 'added'} {new.path}  {new.test.nodeid}  ({kind})")
@@ -106,13 +109,15 @@ def run_status(args: argparse.Namespace) -> int:
     top = gitio.toplevel()
     if args.rev:
         rev = gitio.must_resolve(args.rev, top)
-        policy, files = repo.load_policy(rev, top), rev_files(rev, top)
+        policy = repo.load_policy(rev, top)
+        _paths, files = rev_files(rev, top, policy)
     else:
-        policy, files = repo.load_policy(None, top), work_tree_files(top)
+        policy = repo.load_policy(None, top)
+        _paths, files = work_tree_files(top, policy)
     cat = catalog_of(files, policy)
     tests = adopt.oracle_tests(files, policy)
     missing = adopt.status(cat, tests)
-    gone = adopt.unresolved(cat, files, entry_line(files))
+    gone = adopt.unresolved(cat, files, adopt.entry_line(files))
     for test in missing:
         print(f"no entry   {test.nodeid}  ({test.kind})")
     for problem in gone:

@@ -115,7 +115,7 @@ def manifest_hook(ctx: Context) -> Outcome:
 
 def catalog_problems(policy: Policy, top: Path) -> list[str]:
     """Catalog entries in the index whose node id names no test in the index's oracle file."""
-    from mergegate import adopt, catalog, yamlio
+    from mergegate import adopt, catalog
     from mergegate.errors import ConfigError
 
     try:
@@ -127,11 +127,7 @@ def catalog_problems(policy: Policy, top: Path) -> list[str]:
     shas = {path: entries[path].sha for path in wanted if path in entries}
     blobs = dict(gitio.read_blobs(shas.values(), top))
     files = {path: blobs[sha] for path, sha in shas.items()}
-
-    def line(prop: catalog.Property) -> int | None:
-        return yamlio.load(files[prop.source], prop.source).line(("oracle",)) if prop.source in files else None
-
-    return [str(p) for p in adopt.unresolved(cat, files, line)]
+    return [str(p) for p in adopt.unresolved(cat, files, adopt.entry_line(files))]
 
 
 def guard(ctx: Context) -> Outcome:

@@ -97,14 +97,12 @@ def materialize(trusted: speclib.Trusted, dest: Path) -> Path:
     return dest
 
 
-def module_name(root: Path, oracle_file: str, files: Sequence[str] | frozenset[str]) -> tuple[str, str]:
-    """Import root and dotted module name, as pytest's rootdir-less "prepend" mode finds them."""
-    parts = [Path(oracle_file).stem]
+def import_root(root: Path, oracle_file: str, files: Sequence[str] | frozenset[str]) -> str:
+    """The oracle file's import root, as pytest's "prepend" mode finds it (above its packages)."""
     directory = oracle_file.rpartition("/")[0]
     while directory and f"{directory}/__init__.py" in files:
-        parts.insert(0, directory.rpartition("/")[2])
         directory = directory.rpartition("/")[0]
-    return str(root / directory) if directory else str(root), ".".join(parts)
+    return str(root / directory) if directory else str(root)
 
 
 # ---------------------------------------------------------------- running
@@ -238,14 +236,14 @@ def _closures(tasks: Sequence[Task]) -> dict[tuple[Path, str], str]:
 
 def _job(index: int, tree: Tree, spec: speclib.Spec, seed: int, policy: Policy, scratch: Path,
          trusted_root: Path, subject: sandbox.Subject | None) -> dict[str, Any]:
-    oracle_root, module = module_name(trusted_root, spec.prop.oracle_file, frozenset(spec.trusted.files))
+    oracle_root = import_root(trusted_root, spec.prop.oracle_file, frozenset(spec.trusted.files))
     sealed = spec.prop.isolation == rowlib.SEALED
     job: dict[str, Any] = {
         "id": index, "prop": spec.prop.id, "seed": seed, "isolation": spec.prop.isolation,
         "trusted_root": str(trusted_root), "oracle_file": spec.prop.oracle_file,
-        "function": spec.prop.oracle_function, "nodeid": spec.prop.oracle, "allow_skip": spec.prop.allow_skip,
+        "nodeid": spec.prop.oracle, "allow_skip": spec.prop.allow_skip,
         "source": spec.source.decode("utf-8", "surrogateescape"),
-        "max_examples": spec.prop.max_examples, "oracle_root": oracle_root, "module": module,
+        "max_examples": spec.prop.max_examples, "oracle_root": oracle_root,
         "timeout": policy.runner.timeout_s, "pycache": str(scratch / "pycache"), "home": str(scratch / "home"),
         "stderr": str(scratch / f"stderr-{index}.log"), "cwd": str(trusted_root if sealed else tree.root),
     }
