@@ -356,3 +356,21 @@ def test_production_cannot_rebind_the_oracles_test_name(tmp_path: Path) -> None:
     assert prop["verdict"] == "fail", prop
     rows = [json.loads(line) for line in (Path(data["evidence"]) / "patch.jsonl").read_text().splitlines()]
     assert {r["witness"].partition(":")[0] for r in rows if r["prop"] == "prop.star"} == {"NotCollected"}, rows
+
+
+def test_the_evaluators_imports_are_runtime_dependencies() -> None:
+    """``pip install .`` alone must give the trusted evaluator everything it imports (pytest included):
+    the quick start's ``gate demo`` runs in exactly that environment."""
+    import re
+    import sys
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    declared = {re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0].lower()
+                for d in tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]}
+    imported: set[str] = set()
+    for path in (root / "src/mergegate/runner/trusted").glob("*.py"):
+        imported |= set(re.findall(r"^\s*(?:import|from) (\w+)", path.read_text(), re.M))
+    third_party = {m for m in imported if m not in sys.stdlib_module_names and m not in ("mergegate", "__future__")}
+    names = {"_pytest": "pytest", "yaml": "pyyaml"}
+    assert {names.get(m, m) for m in third_party} <= declared, (third_party, declared)
