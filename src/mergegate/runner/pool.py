@@ -108,10 +108,15 @@ class Pool:
 
     def submit(self, job: dict[str, Any]) -> dict[str, Any]:
         """Run one job on a zygote; a dead zygote is replaced and the job fails closed."""
+        return self.submit_group([job], single=True)[job["id"]]
+
+    def submit_group(self, jobs: list[dict[str, Any]], single: bool = False) -> dict[Any, dict[str, Any]]:
+        """Run sealed jobs of one oracle file on one zygote (collected once, ``trusted/group.py``);
+        outcomes by job id.  ``single``: one job in a session of its own."""
         zyg = self._borrow()
         ok = False
         try:
-            result = self._exchange(zyg, job)
+            result = self._exchange(zyg, jobs, single)
             ok = True
             return result
         finally:
@@ -120,12 +125,15 @@ class Pool:
             else:
                 self._retire(zyg)
 
-    def _exchange(self, zyg: _Zygote, job: dict[str, Any]) -> dict[str, Any]:
+    def _exchange(self, zyg: _Zygote, jobs: list[dict[str, Any]], single: bool) -> dict[Any, dict[str, Any]]:
         assert zyg.proc.stdin is not None and zyg.proc.stdout is not None
+        request = jobs[0] if single else {"group": jobs}
+        pending = {job["id"] for job in jobs}
+        out: dict[Any, dict[str, Any]] = {}
         try:
-            zyg.proc.stdin.write(json.dumps(job).encode() + b"\n")
+            zyg.proc.stdin.write(json.dumps(request).encode() + b"\n")
             zyg.proc.stdin.flush()
-            while True:
+            while pending:
                 line = zyg.proc.stdout.readline()
                 if not line:
                     raise InternalError("the runner's worker process died")
@@ -133,8 +141,11 @@ class Pool:
                 if "pid" in msg and "status" not in msg:
                     zyg.child = int(msg["pid"])
                     continue
-                zyg.child = None
-                return dict(msg)
+                if msg.get("id") in pending:
+                    pending.discard(msg["id"])
+                    out[msg["id"]] = dict(msg)
+            zyg.child = None
+            return out
         except (OSError, ValueError) as exc:
             raise InternalError(f"the runner's worker process failed: {exc}") from None
 

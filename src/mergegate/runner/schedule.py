@@ -27,7 +27,7 @@ from mergegate.runner import specs as speclib
 from mergegate.runner.pool import Pool
 from mergegate.runner.subject import bytecode, sandbox
 from mergegate.runner.trees import Tree, files_matching, hidden_paths
-from mergegate.runner.trusted import session
+from mergegate.runner.trusted import group, session
 
 Task = tuple[Tree, speclib.Spec, int]
 Progress = Callable[[Task, rowlib.Row], None]
@@ -171,41 +171,86 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
         with _subjects(tasks, policy, scratch) as subjects:
             pool = Pool(size, policy.runner.timeout_s, scratch)
             ex = ThreadPoolExecutor(size)
+            rows: list[rowlib.Row | None] = [None] * len(tasks)
 
-            def one(index: int) -> rowlib.Row:
-                tree, spec, seed = tasks[index]
-                subject = subjects.get(tree.root)
-                if subject is not None and spec.prop.isolation == rowlib.SEALED:
-                    subject.ensure_running()
-                root = trusted_roots[spec.trusted.rev]
-                job = _job(index, tree, spec, seed, policy, scratch, root, subject)
+            def one(unit: list[int]) -> None:
+                jobs = []
+                for index in unit:
+                    tree, spec, seed = tasks[index]
+                    subject = subjects.get(tree.root)
+                    if subject is not None and spec.prop.isolation == rowlib.SEALED:
+                        subject.ensure_running()
+                    jobs.append(_job(index, tree, spec, seed, policy, scratch, trusted_roots[spec.trusted.rev],
+                                     subject))
                 try:
-                    out = pool.submit(job)
+                    outs = pool.submit_group(jobs, single=len(jobs) == 1)
                 except InternalError as exc:
                     if pool.closed:
                         raise
-                    # The zygote died under this job (e.g. the OOM killer): a crash, a fail; a fresh one serves on.
-                    out = {"status": "fail", "witness": "Crash:runner", "error": exc.message}
-                if subject is not None and out.get("witness") == "Crash:subject":
-                    subject.settle()  # the next run must not meet a fork server that is still dying
-                _explain_crash(out, scratch / f"stderr-{index}.log", subject)
-                row = rowlib.make_row(
-                    spec.prop, seed, out, policy, spec_hash=spec.spec_hash, closure=closures[(tree.root, spec.prop.id)],
-                    fixture_digest=tree.fixture_digest, roots=[str(tree.root), str(root)],
-                    isolation=job["isolation"],
-                    containment=subject.containment if subject and job["isolation"] == rowlib.SEALED else sandbox.NONE)
-                if progress is not None:
-                    progress(tasks[index], row)
-                return row
+                    # The zygote died under these jobs (e.g. the OOM killer): a crash, a fail; a fresh one serves on.
+                    outs = {job["id"]: {"status": "fail", "witness": "Crash:runner", "error": exc.message}
+                            for job in jobs}
+                for job in jobs:
+                    rows[job["id"]] = _row(tasks[job["id"]], job, outs[job["id"]], policy, scratch, subjects,
+                                           closures)
+                    if progress is not None:
+                        progress(tasks[job["id"]], rows[job["id"]])
 
             try:
-                futures = [ex.submit(one, i) for i in range(len(tasks))]
-                return [f.result() for f in futures]
+                futures = [ex.submit(one, unit) for unit in units(tasks, size)]
+                for f in futures:
+                    f.result()
+                return [row for row in rows if row is not None]
             finally:
                 # Kill the zygotes first (an interrupt must not wait for running properties),
                 # then let the feeding threads finish against the closed pool.
                 pool.close()
                 ex.shutdown(wait=True, cancel_futures=True)
+
+
+GROUP_MAX = 16  # runs forked from one collection, at most: beyond this a file's runs spread over more units
+
+
+def units(tasks: Sequence[Task], jobs: int) -> list[list[int]]:
+    """The tasks as units of work, largest first (the last to finish are short).
+
+    Sealed runs of one oracle file and tree are collected once (``trusted/group.py``), at most
+    ``GROUP_MAX`` to a unit, and split further while there are fewer units than evaluators.
+    Isolation ``shared`` runs, and node ids of one file that select each other's items, run alone.
+    """
+    groups: dict[tuple[Path, str, str], list[int]] = {}
+    out: list[list[int]] = []
+    for index, (tree, spec, _seed) in enumerate(tasks):
+        if spec.prop.isolation == rowlib.SEALED:
+            groups.setdefault((tree.root, spec.trusted.rev, spec.prop.oracle_file), []).append(index)
+        else:
+            out.append([index])
+    for members in groups.values():
+        if group.overlapping(sorted({tasks[i][1].prop.oracle for i in members})):
+            out.extend([i] for i in members)
+        else:
+            out.extend(members[k:k + GROUP_MAX] for k in range(0, len(members), GROUP_MAX))
+    out.sort(key=len, reverse=True)
+    while len(out) < jobs and len(out[0]) > 1:
+        largest = out.pop(0)
+        half = (len(largest) + 1) // 2
+        out.extend([largest[:half], largest[half:]])
+        out.sort(key=len, reverse=True)
+    return out
+
+
+def _row(task: Task, job: dict[str, Any], out: dict[str, Any], policy: Policy, scratch: Path,
+         subjects: dict[Path, sandbox.Subject], closures: dict[tuple[Path, str], str]) -> rowlib.Row:
+    tree, spec, seed = task
+    subject = subjects.get(tree.root)
+    if subject is not None and out.get("witness") == "Crash:subject":
+        subject.settle()  # the next run must not meet a fork server that is still dying
+    _explain_crash(out, scratch / f"stderr-{job['id']}.log", subject)
+    return rowlib.make_row(
+        spec.prop, seed, out, policy, spec_hash=spec.spec_hash, closure=closures[(tree.root, spec.prop.id)],
+        fixture_digest=tree.fixture_digest, roots=[str(tree.root), job["trusted_root"]],
+        isolation=job["isolation"],
+        containment=subject.containment if subject and job["isolation"] == rowlib.SEALED else sandbox.NONE)
 
 
 def _explain_crash(out: dict[str, Any], stderr: Path, subject: sandbox.Subject | None) -> None:

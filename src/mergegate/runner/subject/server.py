@@ -231,9 +231,36 @@ def op_signature(s: Session, target: Any) -> list[Any]:
     return ["ok", params]
 
 
+def op_twin(s: Session) -> list[Any]:
+    """Fork this connection's process into a twin with the same objects, served on a new socket.
+
+    The evaluator collects an oracle file once, then forks one child per property x seed; each
+    asks for a twin, so each run meets production in the state collection left it, in a fresh
+    process of its own.  The new socket's other end goes back as one byte carrying its descriptor.
+    """
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    arm = _death_signal()  # the twin dies with this connection's process
+    pid = os.fork()
+    if pid == 0:  # the twin: serve the new socket until the evaluator hangs up, never the old one
+        try:
+            arm()
+            theirs.close()
+            s.endpoint.close()
+            s.endpoint = s.endpoint.__class__(ours, s.handle)
+            s.endpoint.serve()
+        finally:
+            os._exit(0)
+    ours.close()
+    try:
+        socket.send_fds(s.endpoint.sock, [b"T"], [theirs.fileno()])
+    finally:
+        theirs.close()
+    return ["ok", pid]
+
+
 OPS: dict[str, Callable[..., list[Any]]] = {
     "import": op_import, "getattr": op_getattr, "setattr": op_setattr, "delattr": op_delattr,
-    "call": op_call, "op": op_op, "signature": op_signature,
+    "call": op_call, "op": op_op, "signature": op_signature, "twin": op_twin,
 }
 
 

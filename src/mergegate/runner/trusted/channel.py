@@ -7,6 +7,7 @@ production call returns, so production can never swallow the property's own erro
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -60,6 +61,39 @@ class Channel:
             raise SubjectGone(f"the channel to the subject failed: {exc}") from None
         self._raise_sticky()
         return self._result(reply, stop_allowed=message[:2] == ("op", "next"))
+
+    def twin(self) -> int | None:
+        """A connection to a twin of this channel's subject process (same objects, its own process).
+
+        Returns the new socket's descriptor, or None when nothing is connected yet (a child then
+        connects afresh on first use).  Anything but one socket and an ``ok`` is SubjectGone.
+        """
+        if self.endpoint is None:
+            return None
+        import stat
+
+        endpoint, fds = self.endpoint, list[int]()
+        try:
+            endpoint.send(["twin"])
+            data, fds, _flags, _addr = socket.recv_fds(endpoint.sock, 1, 4)
+            reply = endpoint.recv()
+            if data != b"T" or len(fds) != 1 or not stat.S_ISSOCK(os.fstat(fds[0]).st_mode) or reply[0] != "ok":
+                raise codec.CodecError("the subject did not answer a twin request with one socket")
+        except (OSError, wire.ChannelClosed, codec.CodecError) as exc:
+            for fd in fds:
+                os.close(fd)
+            self._close()
+            raise SubjectGone(f"the subject could not fork a twin: {exc}") from None
+        return int(fds[0])
+
+    def adopt(self, fd: int | None) -> None:
+        """In a forked child: talk to the twin on ``fd`` from now on (the parent's connection is left alone)."""
+        if self.endpoint is not None:
+            self.endpoint.close()  # this process's copy of the descriptor only
+            self.endpoint = None
+        if fd is not None:
+            self.endpoint = wire.Endpoint(socket.socket(fileno=fd), self._serve_callback)
+        self.calls = 0
 
     def _close(self) -> None:
         if self.endpoint is not None:

@@ -96,14 +96,21 @@ def rebuild(counted: Any, handle: Any, fn: Any, job: dict[str, Any], given: Any,
 
 def run_sealed(job: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     """Run one node id x seed as a pytest session with production behind stand-ins; return the outcome."""
-    from mergegate.runner.trusted import session, standins
+    from mergegate.runner.trusted import session
+
+    return session.run(job, _seal(job, result), result)
+
+
+def _seal(job: dict[str, Any], result: dict[str, Any]) -> Any:
+    """Production behind stand-ins (the finder, first on ``sys.meta_path``); opens of the trusted tree watched."""
+    from mergegate.runner.trusted import standins
 
     names = frozenset(job["production_names"])
     for name in [n for n in sys.modules if n.partition(".")[0] in names]:
         del sys.modules[name]  # the gate's own copy of a module production owns is not the tree's
     finder = standins.install(names, job["subject_socket"])
     result["opened"] = watch_opens(job["trusted_root"])
-    return session.run(job, finder, result)
+    return finder
 
 
 # ---------------------------------------------------------------- the child process
@@ -111,8 +118,7 @@ def run_sealed(job: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
 
 def child(job: dict[str, Any], state: tuple[dict[str, Any], dict[str, Any]], wfd: int) -> None:
     """Run one job; write one message to ``wfd``; never return."""
-    real_exit, real_write, dumps, clock = os._exit, os.write, json.dumps, time.monotonic
-    started = clock()
+    started = time.monotonic()
     result: dict[str, Any] = {"examples": 0, "opened": []}
     try:
         _prepare(job)
@@ -123,10 +129,34 @@ def child(job: dict[str, Any], state: tuple[dict[str, Any], dict[str, Any]], wfd
         else:
             outcome = run_sealed(job, result)
     except BaseException as exc:
-        outcome = {"status": "fail", "witness": f"{type(exc).__name__}:runner",
-                   "error": f"{type(exc).__name__}: {exc}"[:2000]}
+        outcome = _runner_failure(exc)
+    report(result, outcome, started, wfd)
+
+
+def collector(jobs: list[dict[str, Any]], state: Any, wfd: int) -> None:
+    """Sealed jobs of one oracle file: collect once, fork a child per job (``group.py``); never return."""
+    from mergegate.runner.trusted import group, session
+
+    emit = group.emitter(wfd)
+    result: dict[str, Any] = {"examples": 0, "opened": []}
+    try:
+        _prepare(jobs[0])
+        session.run_group(jobs, _seal(jobs[0], result), result, emit)
+    except BaseException as exc:
+        for job in jobs:
+            emit(job, _runner_failure(exc))
+    os._exit(0)
+
+
+def _runner_failure(exc: BaseException) -> dict[str, Any]:
+    return {"status": "fail", "witness": f"{type(exc).__name__}:runner", "error": f"{type(exc).__name__}: {exc}"[:2000]}
+
+
+def report(result: dict[str, Any], outcome: dict[str, Any], started: float, wfd: int) -> None:
+    """Write the run's one message to ``wfd`` and exit."""
+    real_exit, real_write, dumps = os._exit, os.write, json.dumps
     result.update(outcome)
-    result["duration_s"] = round(clock() - started, 4)
+    result["duration_s"] = round(time.monotonic() - started, 4)
     try:
         data = dumps(result, default=str).encode()
     except BaseException:
@@ -310,7 +340,7 @@ def zygote() -> None:
     """Serve jobs from stdin until EOF; one JSON outcome line per job on stdout."""
     import gc
 
-    from mergegate.runner.trusted import session, standins  # noqa: F401 - loaded once, before any fork
+    from mergegate.runner.trusted import group, session, standins  # noqa: F401 - loaded once, before any fork
     from mergegate.runner.unsealed import worker
 
     session.prepare()  # before the shared children's snapshot: pytest's modules are guarded too
@@ -326,11 +356,31 @@ def zygote() -> None:
         if not line.strip():
             continue
         job = json.loads(line)
+        if "group" in job:
+            _serve_group(job["group"], state, out)
+            continue
         try:
             outcome = fork_one(job, state)
         except Exception as exc:
             outcome = {"status": "fail", "witness": "Crash:runner", "error": f"fork failed: {exc}"}
         out.write(json.dumps({"id": job["id"], **outcome}) + "\n")
+        out.flush()
+
+
+def _serve_group(jobs: list[dict[str, Any]], state: Any, out: Any) -> None:
+    from mergegate.runner.trusted import group
+
+    answered = set()
+    try:
+        for outcome in group.fork_group(jobs, state):
+            answered.add(outcome["id"])
+            out.write(json.dumps(outcome) + "\n")
+            out.flush()
+    except Exception as exc:
+        for job in jobs:
+            if job["id"] not in answered:
+                out.write(json.dumps({"id": job["id"], "status": "fail", "witness": "Crash:runner",
+                                      "error": f"fork failed: {exc}"}) + "\n")
         out.flush()
 
 

@@ -43,6 +43,25 @@ class GatePlugin:
         self.marked_xfail: set[str] = set()
         self.xfailed = 0
         self.tampered: str | None = None  # shared runs: what production changed, if it did
+        self.result: dict[str, Any] = {}
+        self.emit: Any = None
+        self.group: list[dict[str, Any]] = []  # a collector's jobs (trusted/group.py); empty for one job
+        self.done: set[Any] = set()  # the group's jobs already reported
+
+    def for_job(self, job: dict[str, Any], items: list[Any]) -> None:
+        """In a collector's child: this job's items, nothing of another run's outcome."""
+        self.job, self.items = job, items
+        self.examples, self.kinds, self.failure = 0, set(), None
+        self.failed_report = self.skipped_report = None
+        self.xfailed = 0
+
+    def pytest_runtestloop(self, session: Any) -> Any:
+        if not self.group or self.collect_report is not None or session.testsfailed:
+            return None  # one job, or collection failed: pytest's own loop (which stops at the error)
+        from mergegate.runner.trusted import group
+
+        group.run_each(self, session)
+        return True
 
     def _front(self) -> None:
         import sys
@@ -282,30 +301,66 @@ def _main(args: list[str], plugin: GatePlugin) -> int:
 
 def arguments(job: dict[str, Any], ini: str) -> list[str]:
     """pytest's command line for the job: the node id, and nothing of the repository's configuration."""
-    names = job["nodeid"].partition("::")[2].partition("[")[0].split("::")
-    root = job["trusted_root"]
+    return _command(os.path.join(job["trusted_root"], job["nodeid"]), [job], ini)
+
+
+def group_arguments(jobs: list[dict[str, Any]], ini: str) -> list[str]:
+    """pytest's command line for a collector: the oracle file, every job's names recognised as tests."""
+    return _command(os.path.join(jobs[0]["trusted_root"], jobs[0]["oracle_file"]), jobs, ini)
+
+
+def _command(target: str, jobs: list[dict[str, Any]], ini: str) -> list[str]:
+    names = [job["nodeid"].partition("::")[2].partition("[")[0].split("::") for job in jobs]
+    functions = " ".join(dict.fromkeys(["test", *(n[-1] for n in names)]))
+    classes = " ".join(dict.fromkeys(["Test", *(c for n in names for c in n[:-1])]))
+    root = jobs[0]["trusted_root"]
     return [
-        os.path.join(root, job["nodeid"]), "-c", ini, "--rootdir", root, "--confcutdir", root, *blocked(),
+        target, "-c", ini, "--rootdir", root, "--confcutdir", root, *blocked(),
         "-s", "-q", "--no-header", "-o", "console_output_style=classic",
-        "-o", "python_functions=test " + names[-1], "-o", "python_classes=Test " + " ".join(names[:-1] or ["Test"]),
-        "-o", "python_files=*.py",
+        "-o", f"python_functions={functions}", "-o", f"python_classes={classes}", "-o", "python_files=*.py",
     ]
 
 
-def run(job: dict[str, Any], finder: Any, result: dict[str, Any]) -> dict[str, Any]:
-    oracle_path = os.path.join(job["trusted_root"], job["oracle_file"])
-    plugin = GatePlugin(job, finder, oracle_path, job["oracle_file"])
-    ini = job.get("ini") or ""
+def _ini(job: dict[str, Any]) -> str:
+    ini: str = job.get("ini") or ""
     if not ini:
         ini = os.path.join(tempfile.mkdtemp(prefix="ini-", dir=job["home"]), "pytest.ini")
         with open(ini, "w", encoding="utf-8") as handle:
             handle.write(INI)
-    code = _main(arguments(job, ini), plugin)
+    return ini
+
+
+def finish(plugin: GatePlugin, code: int, result: dict[str, Any]) -> dict[str, Any]:
+    """The job's outcome, and what the row records of how it ran."""
     result["examples"] = plugin.examples
-    if finder is not None:
-        result["calls"] = finder.channel.calls
+    if plugin.finder is not None:
+        result["calls"] = plugin.finder.channel.calls
     result["kind"] = "plain" if plugin.kinds == {"plain"} else "hypothesis"
     outcome = plugin.outcome(code)
     if plugin.tampered is not None:
         outcome["tampered"] = plugin.tampered
     return outcome
+
+
+def run(job: dict[str, Any], finder: Any, result: dict[str, Any]) -> dict[str, Any]:
+    oracle_path = os.path.join(job["trusted_root"], job["oracle_file"])
+    plugin = GatePlugin(job, finder, oracle_path, job["oracle_file"])
+    return finish(plugin, _main(arguments(job, _ini(job)), plugin), result)
+
+
+def run_group(jobs: list[dict[str, Any]], finder: Any, result: dict[str, Any], emit: Any) -> None:
+    """Collect the jobs' oracle file once; each job runs in a child forked after collection (group.py).
+
+    ``emit(job, outcome)`` is called once per job; jobs the loop never reached (collection
+    failed, nothing collected) get the outcome their own session would have had.
+    """
+    from mergegate.runner.trusted import group
+
+    job = jobs[0]
+    plugin = GatePlugin(job, finder, os.path.join(job["trusted_root"], job["oracle_file"]), job["oracle_file"])
+    plugin.group, plugin.result, plugin.emit = jobs, result, emit
+    code = _main(group_arguments(jobs, _ini(job)), plugin)
+    for each in jobs:
+        if each["id"] not in plugin.done:
+            plugin.for_job(each, [i for i in plugin.items if group.selects(each["nodeid"], i.nodeid)])
+            emit(each, finish(plugin, code, dict(result)))

@@ -1,0 +1,221 @@
+"""A collector: one oracle file collected once, one forked child per property x seed.
+
+A pytest session's fixed cost (configuration, the fixture manager, conftest files,
+importing and collecting the test module) is paid once per oracle file and side,
+not once per run.  The collector is a child of the evaluator zygote: it configures
+pytest and collects the file (production behind stand-ins, as every sealed run),
+then, for each job, asks the subject for a *twin* of its connection's process
+(``subject/server.py``: same objects, a process of its own) and forks a child that
+runs only that job's items, with that job's seed, talking only to that twin.  Each
+run is still a fresh process on both sides, in the state collection left them: what
+a session of its own would have met.
+
+Messages to the zygote are length-prefixed JSON, one per job, ``{"id": ..., **outcome}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+MARGIN_S = 5.0  # the collector's own bookkeeping around a run's timeout
+
+
+def selects(wanted: str, nodeid: str) -> bool:
+    """Whether pytest, given the node id ``wanted``, would run the item ``nodeid``."""
+    return nodeid == wanted or nodeid.startswith((wanted + "::", wanted + "["))
+
+
+def overlapping(nodeids: list[str]) -> bool:
+    """Whether one node id selects another's items (then each runs in a session of its own)."""
+    return any(a != b and selects(a, b) for a in nodeids for b in nodeids)
+
+
+# ---------------------------------------------------------------- in the collector (pytest_runtestloop)
+
+
+def run_each(plugin: Any, session: Any) -> None:
+    """Fork one child per job of the plugin's group; report each outcome through ``plugin.emit``."""
+    from mergegate.runner.trusted import evaluator, standins
+
+    items = list(session.items)
+    channel = plugin.finder.channel if plugin.finder is not None else None
+    me = os.getpid()
+    gone: str | None = None  # once a twin cannot be had, no later run may reconnect afresh:
+    for job in plugin.group:  # the collection's handles would name other objects in a new process
+        mine = [item for item in items if selects(job["nodeid"], item.nodeid)]
+        try:
+            if gone is not None:
+                raise standins.SubjectGone(gone)
+            fd = channel.twin() if channel is not None else None
+        except standins.SubjectGone as exc:
+            gone = str(exc)
+            plugin.done.add(job["id"])
+            plugin.emit(job, {"status": "fail", "witness": "Crash:subject", "error": gone})
+            continue
+        rfd, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            os.close(rfd)
+            os.close(plugin.emit.fd)  # only the collector reports to the zygote
+            evaluator._die_with_parent(me)
+            try:
+                _child(plugin, job, mine, fd, wfd)
+            finally:
+                os._exit(70)
+        os.close(wfd)
+        if fd is not None:
+            os.close(fd)
+        outcome = evaluator._collect(pid, rfd, float(job["timeout"]))
+        plugin.done.add(job["id"])
+        plugin.emit(job, outcome)
+
+
+def _child(plugin: Any, job: dict[str, Any], items: list[Any], fd: int | None, wfd: int) -> None:
+    """Run one job's items; write one message; never return."""
+    from mergegate.runner.trusted import evaluator, session
+
+    started = time.monotonic()
+    os.setsid()
+    err = os.open(job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(err, 2)
+    os.close(err)
+    result: dict[str, Any] = dict(plugin.result)
+    try:
+        if plugin.finder is not None:
+            plugin.finder.channel.adopt(fd)
+        plugin.for_job(job, items)
+        for index, item in enumerate(items):
+            following = items[index + 1] if index + 1 < len(items) else None
+            item.config.hook.pytest_runtest_protocol(item=item, nextitem=following)
+        outcome = session.finish(plugin, 0 if items else 5, result)
+    except BaseException as exc:
+        outcome = {"status": "fail", "witness": f"{type(exc).__name__}:runner",
+                   "error": f"{type(exc).__name__}: {exc}"[:2000]}
+    evaluator.report(result, outcome, started, wfd)
+
+
+def emitter(wfd: int) -> Any:
+    """The collector's ``emit``: one framed message per job on the pipe to the zygote."""
+    real_write, dumps = os.write, json.dumps
+
+    def emit(job: dict[str, Any], outcome: dict[str, Any]) -> None:
+        try:
+            data = dumps({**outcome, "id": job["id"]}, default=str).encode()
+        except BaseException:
+            data = dumps({"id": job["id"], "status": "fail", "witness": "Unserialisable:runner",
+                          "error": "result not serialisable"}).encode()
+        real_write(wfd, len(data).to_bytes(8, "big") + data)
+
+    emit.fd = wfd  # type: ignore[attr-defined]
+    return emit
+
+
+# ---------------------------------------------------------------- in the zygote
+
+
+def fork_group(jobs: list[dict[str, Any]], state: Any) -> Iterator[dict[str, Any]]:
+    """Fork a collector for ``jobs``; yield ``{"id", **outcome}`` per job as each arrives.
+
+    Collection and the first run must end within twice a run's timeout, each later run within
+    one (the collector enforces each run's own); past that the collector is killed and every
+    job it did not report is a timeout.  A collector that dies or garbles a message fails the
+    jobs it did not report.
+    """
+    import sys
+
+    from mergegate.runner.trusted import evaluator
+
+    rfd, wfd = os.pipe()
+    sys.stdout.flush()
+    zygote_pid = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        os.close(rfd)
+        evaluator._die_with_parent(zygote_pid)
+        try:
+            evaluator.collector(jobs, state, wfd)
+        finally:
+            os._exit(70)
+    os.close(wfd)
+    sys.stdout.write(json.dumps({"id": jobs[0]["id"], "pid": pid}) + "\n")
+    sys.stdout.flush()
+    pending = {job["id"]: job for job in jobs}
+    timeout = float(jobs[0]["timeout"])
+    reader = _Frames(rfd, pid)
+    why = "crash"
+    try:
+        limit = 2 * timeout + MARGIN_S
+        while pending:
+            message, why = reader.next(limit)
+            if message is None:
+                break
+            job_id = message.get("id")
+            if job_id in pending:
+                del pending[job_id]
+                yield message
+            limit = timeout + MARGIN_S
+    finally:
+        reader.close()
+    for job_id in pending:
+        if why == "timeout":
+            yield {"id": job_id, "status": "fail", "witness": "Timeout:runner",
+                   "error": f"timed out after {timeout:g}s (collecting the oracle file, or a run before it)"}
+        else:
+            yield {"id": job_id, "status": "fail", "witness": "Crash:runner",
+                   "error": f"the oracle file's collector ended without this run's result ({why})"}
+
+
+class _Frames:
+    """Length-prefixed JSON messages from a child's pipe, each within a deadline."""
+
+    def __init__(self, rfd: int, pid: int) -> None:
+        self.rfd, self.pid, self.buf = rfd, pid, bytearray()
+        self.eof = False
+
+    def _frame(self) -> dict[str, Any] | str | None:
+        if len(self.buf) < 8:
+            return None
+        size = int.from_bytes(self.buf[:8], "big")
+        if size > (4 << 20):
+            return "a message over the size limit"
+        if len(self.buf) < 8 + size:
+            return None
+        data, self.buf = bytes(self.buf[8:8 + size]), self.buf[8 + size:]
+        try:
+            message = json.loads(data)
+        except ValueError:
+            return "a malformed message"
+        return message if isinstance(message, dict) else "a malformed message"
+
+    def next(self, limit: float) -> tuple[dict[str, Any] | None, str]:
+        deadline = time.monotonic() + limit
+        while True:
+            frame = self._frame()
+            if isinstance(frame, dict):
+                return frame, ""
+            if isinstance(frame, str):
+                return None, frame
+            if self.eof:
+                return None, "the collector exited"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None, "timeout"
+            ready, _, _ = select.select([self.rfd], [], [], left)
+            if ready:
+                chunk = os.read(self.rfd, 65536)
+                self.buf += chunk
+                self.eof = not chunk
+
+    def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        os.close(self.rfd)
