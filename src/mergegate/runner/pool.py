@@ -13,6 +13,7 @@ import subprocess
 import sys
 import sysconfig
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Queue
@@ -110,13 +111,15 @@ class Pool:
         """Run one job on a zygote; a dead zygote is replaced and the job fails closed."""
         return self.submit_group([job], single=True)[job["id"]]
 
-    def submit_group(self, jobs: list[dict[str, Any]], single: bool = False) -> dict[Any, dict[str, Any]]:
+    def submit_group(self, jobs: list[dict[str, Any]], single: bool = False,
+                     each: Callable[[dict[str, Any]], None] | None = None) -> dict[Any, dict[str, Any]]:
         """Run sealed jobs of one oracle file on one zygote (collected once, ``trusted/group.py``);
-        outcomes by job id.  ``single``: one job in a session of its own."""
+        outcomes by job id, each also given to ``each`` as it arrives.  ``single``: one job, in a
+        session of its own."""
         zyg = self._borrow()
         ok = False
         try:
-            result = self._exchange(zyg, jobs, single)
+            result = self._exchange(zyg, jobs, single, each)
             ok = True
             return result
         finally:
@@ -125,7 +128,8 @@ class Pool:
             else:
                 self._retire(zyg)
 
-    def _exchange(self, zyg: _Zygote, jobs: list[dict[str, Any]], single: bool) -> dict[Any, dict[str, Any]]:
+    def _exchange(self, zyg: _Zygote, jobs: list[dict[str, Any]], single: bool,
+                  each: Callable[[dict[str, Any]], None] | None) -> dict[Any, dict[str, Any]]:
         assert zyg.proc.stdin is not None and zyg.proc.stdout is not None
         request = jobs[0] if single else {"group": jobs}
         pending = {job["id"] for job in jobs}
@@ -144,6 +148,8 @@ class Pool:
                 if msg.get("id") in pending:
                     pending.discard(msg["id"])
                     out[msg["id"]] = dict(msg)
+                    if each is not None:
+                        each(out[msg["id"]])
             zyg.child = None
             return out
         except (OSError, ValueError) as exc:

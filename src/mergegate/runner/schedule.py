@@ -182,19 +182,23 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
                         subject.ensure_running()
                     jobs.append(_job(index, tree, spec, seed, policy, scratch, trusted_roots[spec.trusted.rev],
                                      subject))
+                by_id = {job["id"]: job for job in jobs}
+
+                def done(out: dict[str, Any]) -> None:  # as each run's outcome arrives
+                    index = out["id"]
+                    rows[index] = _row(tasks[index], by_id[index], out, policy, scratch, subjects, closures)
+                    if progress is not None:
+                        progress(tasks[index], rows[index])
+
                 try:
-                    outs = pool.submit_group(jobs, single=len(jobs) == 1)
+                    pool.submit_group(jobs, single=len(jobs) == 1, each=done)
                 except InternalError as exc:
                     if pool.closed:
                         raise
                     # The zygote died under these jobs (e.g. the OOM killer): a crash, a fail; a fresh one serves on.
-                    outs = {job["id"]: {"status": "fail", "witness": "Crash:runner", "error": exc.message}
-                            for job in jobs}
-                for job in jobs:
-                    rows[job["id"]] = _row(tasks[job["id"]], job, outs[job["id"]], policy, scratch, subjects,
-                                           closures)
-                    if progress is not None:
-                        progress(tasks[job["id"]], rows[job["id"]])
+                    for job in jobs:
+                        if rows[job["id"]] is None:
+                            done({"id": job["id"], "status": "fail", "witness": "Crash:runner", "error": exc.message})
 
             try:
                 futures = [ex.submit(one, unit) for unit in units(tasks, size)]
