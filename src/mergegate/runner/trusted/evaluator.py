@@ -152,11 +152,13 @@ def _runner_failure(exc: BaseException) -> dict[str, Any]:
     return {"status": "fail", "witness": f"{type(exc).__name__}:runner", "error": f"{type(exc).__name__}: {exc}"[:2000]}
 
 
-def report(result: dict[str, Any], outcome: dict[str, Any], started: float, wfd: int) -> None:
-    """Write the run's one message to ``wfd`` and exit."""
-    real_exit, real_write, dumps = os._exit, os.write, json.dumps
+def report(result: dict[str, Any], outcome: dict[str, Any], started: float, wfd: int,
+           real_exit: Any = os._exit, real_write: Any = os.write, dumps: Any = json.dumps,
+           clock: Any = time.monotonic) -> None:
+    """Write the run's one message to ``wfd`` and exit (with the functions bound in the zygote,
+    before any production code ran: a shared run cannot rebind what reports it)."""
     result.update(outcome)
-    result["duration_s"] = round(time.monotonic() - started, 4)
+    result["duration_s"] = round(clock() - started, 4)
     try:
         data = dumps(result, default=str).encode()
     except BaseException:

@@ -36,7 +36,8 @@ def run_shared(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[
     builtins_before = dict(builtins_before)
     code_before = {f: (f.__code__, f.__defaults__)
                    for f in (g.tampered, _tamper, g.scalars_moved, session.run, session.GatePlugin.outcome,
-                             session.GatePlugin._run, session.GatePlugin._counted)}
+                             session.GatePlugin._run, session.GatePlugin._counted, session.finish,
+                             evaluator.report)}
     result["opened"] = evaluator.watch_opens(job["trusted_root"])
     sys.path[1:1] = job["prod_roots"]  # after the oracle's directory: production never shadows a helper
     outcome = run(job, None, result)
