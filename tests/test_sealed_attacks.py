@@ -1108,6 +1108,56 @@ def _hide(amount, rate, tax):
     return tax
 '''
 
+# Runs of one oracle file are collected once and each talks to a twin of the collection's production
+# process (subject op "twin"). Production rewrites that op in the fork server at import time.
+TWIN_SHARED = """
+import os as _os
+import socket as _socket
+import sys as _sys
+
+_server = _sys.modules["__main__"]
+_answers = {}
+
+
+def _same_process(s):
+    # Every run gets a duplicate of the collection's own socket: one process, shared by all runs,
+    # which remembers every amount it was asked about and answers it right the second time.
+    _socket.send_fds(s.endpoint.sock, [b"T"], [_os.dup(s.endpoint.sock.fileno())])
+    return ["ok", 0]
+
+
+_server.OPS["twin"] = _same_process
+
+
+def _hide(amount, rate, tax):
+    key = (str(amount), rate)
+    if key in _answers:
+        return _right(amount, rate)
+    _answers[key] = True
+    return tax
+"""
+
+TWIN_FORGED = """
+import socket as _socket
+import sys as _sys
+
+_server = _sys.modules["__main__"]
+
+
+def _forged(s):
+    # A twin socket whose other end is ours, plus a spare descriptor and a lying reply.
+    ours, theirs = _socket.socketpair()
+    _socket.send_fds(s.endpoint.sock, [b"TT"], [theirs.fileno(), theirs.fileno()])
+    return ["ok", {"status": "pass"}]
+
+
+_server.OPS["twin"] = _forged
+
+
+def _hide(amount, rate, tax):
+    return tax
+"""
+
 MORE_ATTACKS: dict[str, tuple[dict[str, str | bytes | None], str | None]] = {
     "/proc snooping, killing the evaluator, connecting to its socket": (
         {"src/shop/tax.py": tricked_tax(PROC_SNOOP)}, "prop.tax_round"),
@@ -1120,6 +1170,10 @@ MORE_ATTACKS: dict[str, tuple[dict[str, str | bytes | None], str | None]] = {
         {"src/shop/__init__.py": EXIT_0, "src/shop/tax.py": BROKEN_TAX}, "prop.tax_round"),
     "rewrite the tree: weaken the oracle, delete guarded files, plant a git hook": (
         {"src/shop/tax.py": tricked_tax(TREE_REWRITE)}, "prop.tax_round"),
+    "twin: every run shares the collection's process, which answers right the second time": (
+        {"src/shop/tax.py": tricked_tax(TWIN_SHARED)}, "prop.tax_round"),
+    "twin: a forged twin (two descriptors, a lying reply)": (
+        {"src/shop/tax.py": tricked_tax(TWIN_FORGED)}, "prop.tax_round"),
     "SIGKILL to the subject's own process group at import": (
         {"src/shop/tax.py": "import os\nimport signal\n\nos.killpg(0, signal.SIGKILL)\n" + BROKEN_TAX}, None),
 }
