@@ -44,9 +44,13 @@ def run_each(plugin: Any, session: Any) -> None:
     """Fork one child per job of the plugin's group; report each outcome through ``plugin.emit``."""
     from mergegate.runner.trusted import evaluator, standins
 
+    import gc
+
     items = list(session.items)
     channel = plugin.finder.channel if plugin.finder is not None else None
     me = os.getpid()
+    gc.collect()
+    gc.freeze()  # what collection made is shared by every child: never rescanned, its pages left unwritten
     gone: str | None = None  # once a twin cannot be had, no later run may reconnect afresh:
     for job in plugin.group:  # the collection's handles would name other objects in a new process
         mine = [item for item in items if selects(job["nodeid"], item.nodeid)]
