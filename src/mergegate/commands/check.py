@@ -78,6 +78,10 @@ def _print_table(outcome: Any, where: Path) -> None:
         Console().print(table)
     else:
         print(evidence.table_text(outcome))
+    failures = evidence.failure_text(outcome)
+    if failures:
+        print()
+        print("\n".join(failures))
     print()
     for line in evidence.review_note(outcome):
         print(line)
