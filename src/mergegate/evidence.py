@@ -181,6 +181,16 @@ def failure_blocks(o: Outcome) -> list[tuple[str, list[str]]]:
     return blocks
 
 
+def manifest_text(o: Outcome) -> list[str]:
+    """When the manifest stopped the check: what differs (missing / extra / changed), and the fix."""
+    if o.stopped_at != "independence" or not o.manifest_lines:
+        return []
+    return ["the manifest at the head does not describe the guarded files there:",
+            *(f"  {textsafe.line(line)}" for line in o.manifest_lines),
+            "  fix: a person re-signs it in an oracle-only commit: git add -- <guarded files> && "
+            "gate manifest sign --staged && git commit -m 'oracle: re-sign the manifest'"]
+
+
 def failure_text(o: Outcome) -> list[str]:
     """The failure blocks as indented console lines."""
     out = []
@@ -237,6 +247,9 @@ def markdown(o: Outcome) -> str:
         lines.append(f"| `{prop}` | {icon.get(verdict, '')} {verdict} | {reason} | {cell} |")
     for title, block in failure_blocks(o):
         lines += ["", f"### {title}", "", "```", *block, "```"]
+    mismatch = manifest_text(o)
+    if mismatch:
+        lines += ["", f"### {mismatch[0]}", "", "```", *(ln.strip() for ln in mismatch[1:]), "```"]
     if o.canaries:
         lines += ["", "Canaries: " + ", ".join(f"{c.name} {'ok' if c.ok else 'MISS'}" for c in o.canaries)]
     if o.score is not None:

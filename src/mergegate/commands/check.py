@@ -80,7 +80,7 @@ def _print_table(outcome: Any, where: Path) -> None:
         Console().print(table)
     else:
         print(evidence.table_text(outcome))
-    failures = evidence.failure_text(outcome)
+    failures = evidence.failure_text(outcome) + evidence.manifest_text(outcome)
     if failures:
         print()
         print("\n".join(failures))
