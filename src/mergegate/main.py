@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "decide": ("mergegate.commands.decide", "parent/patch differential decision (seed 003)"),
     "score": ("mergegate.commands.score", "merge scorecard of a patch (seed 004)"),
     "run": ("mergegate.commands.run", "run the property catalog at a revision"),
+    "test": ("mergegate.commands.test", "run the properties locally on the work tree (pytest; --sealed as gate check)"),
     "catalog": ("mergegate.commands.catalog", "adopt tests, list unguarded ones, compare isolations"),
     "merge-runs": ("mergegate.commands.merge_runs", "merge sharded run files"),
     "diff": ("mergegate.commands.diff", "differential run of base and head"),
