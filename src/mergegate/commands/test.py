@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     return pytest_run(top, pol, extra)
 
 
-# pytest's exit codes as the gate's: tests failed, did not collect or none collected -> 1, usage -> 2, anything else -> 3
+# pytest's exit codes as the gate's: failed, not collected, none collected -> 1; usage -> 2; else 3
 EXIT_CODES = {0: 0, 1: 1, 2: 1, 5: 1, 4: 2}
 
 
