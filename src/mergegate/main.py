@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "manifest": ("mergegate.commands.manifest", "sign or verify oracles/MANIFEST.sha256"),
     "digest": ("mergegate.commands.digest", "print the fixture digest of a directory (seed 000)"),
     "install": ("mergegate.commands.install", "install the checks as plain git hooks"),
+    "doctor": ("mergegate.commands.doctor", "check an adoption: policy, manifest, catalog, hooks, server settings"),
     "uninstall": ("mergegate.commands.uninstall", "remove the hooks gate install wrote (and nothing else)"),
     "hook": ("mergegate.commands.hook", "run one client-side hook (used by pre-commit)"),
     "commit": ("mergegate.commands.commit", "commit a staged fix and its test apart: the oracle first, then the fix"),
