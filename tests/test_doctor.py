@@ -48,7 +48,7 @@ def test_doctor_names_each_problem_and_its_fix(tmp_path: Path) -> None:
 def test_doctor_bad_policy(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "r")
     commit(repo, {"gate.yaml": "version: 1\npaths:\n  prod: []\n"}, "broken policy")
-    code, areas, out = _lines(repo)
+    code, areas, _out = _lines(repo)
     assert code == 1 and "PROBLEM" in areas["policy"] and "):3: unknown key 'prod'" in areas["policy"]
 
 
