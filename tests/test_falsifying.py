@@ -96,3 +96,12 @@ def test_notes_are_read_from_the_exception_itself() -> None:
     real.add_note("Draw 1: 5")
     assert report.falsifying_example(real) == "Falsifying example: test_it(\n    x=0,\n)\nDraw 1: 5"
     assert report.falsifying_example(AssertionError("plain")) == ""
+
+
+def test_markdown_fence_cannot_be_closed_by_the_example() -> None:
+    from mergegate import evidence
+
+    block = ["Falsifying example: test_x(", "    s='```\\n# injected',", ")"]
+    fenced = evidence._fenced(block)
+    assert fenced[0] == fenced[-1] == "````" and fenced[1:-1] == block
+    assert evidence._fenced(["plain"])[0] == "```"

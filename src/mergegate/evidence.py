@@ -246,15 +246,24 @@ def markdown(o: Outcome) -> str:
         cell = detail.replace("|", "\\|").replace("\n", " ")
         lines.append(f"| `{prop}` | {icon.get(verdict, '')} {verdict} | {reason} | {cell} |")
     for title, block in failure_blocks(o):
-        lines += ["", f"### {title}", "", "```", *block, "```"]
+        lines += ["", f"### {title.replace('`', chr(39))}", "", *_fenced(block)]
     mismatch = manifest_text(o)
     if mismatch:
-        lines += ["", f"### {mismatch[0]}", "", "```", *(ln.strip() for ln in mismatch[1:]), "```"]
+        lines += ["", f"### {mismatch[0]}", "", *_fenced([ln.strip() for ln in mismatch[1:]])]
     if o.canaries:
         lines += ["", "Canaries: " + ", ".join(f"{c.name} {'ok' if c.ok else 'MISS'}" for c in o.canaries)]
     if o.score is not None:
         lines += ["", f"Scorecard: {o.score.verdict}, debt {o.score.debt}, reasons {', '.join(o.score.reasons)}"]
     return "\n".join(lines) + "\n"
+
+
+def _fenced(block: list[str]) -> list[str]:
+    """A code block whose fence is longer than any run of backticks in it: the text cannot close it."""
+    import re
+
+    longest = max((len(m) for line in block for m in re.findall("`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, *block, fence]
 
 
 def table_text(o: Outcome) -> str:
