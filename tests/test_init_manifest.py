@@ -60,3 +60,16 @@ def test_check_shows_the_manifest_lines(tmp_path: Path) -> None:
     assert "missing: .pre-commit-config.yaml" in proc.stdout and "gate manifest sign --staged" in proc.stdout
     summary = (tmp_path / "ev" / "summary.md").read_text()
     assert "missing: .pre-commit-config.yaml" in summary and "gate manifest sign --staged" in summary
+
+
+def test_init_never_signs_for_a_committed_file_it_made_again(tmp_path: Path) -> None:
+    """Deleting claimed.yaml and letting init write its empty template back is a change a person signs."""
+    repo = init_repo(tmp_path / "r")
+    write(repo, {"oracles/catalog/claimed.yaml": "claimed: [prop.a]\n"})
+    git(repo, "add", "-A")
+    gate(repo, "manifest", "sign", "--staged", check=0)
+    git(repo, "commit", "-q", "--no-verify", "-m", "claims")
+    (repo / "oracles/catalog/claimed.yaml").unlink()
+    out = gate(repo, "init", check=0).stdout
+    assert "created  oracles/catalog/claimed.yaml" in out and "re-signed" not in out
+    assert "changed: oracles/catalog/claimed.yaml" in out and "gate manifest sign --staged" in out

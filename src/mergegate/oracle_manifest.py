@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
-from mergegate import manifest
+from mergegate import gitio, manifest
 from mergegate.errors import ConfigError
 from mergegate.fsutil import atomic_write
 from mergegate.policy import Policy
@@ -31,15 +31,19 @@ def worktree_report(policy: Policy, top: Path) -> manifest.Report:
 
 
 def resign_if_ours(policy: Policy, top: Path, written: Collection[str]) -> tuple[bool, list[str]]:
-    """Re-sign the work tree's manifest if every difference is a file in ``written`` (ours, just made).
+    """Re-sign the work tree's manifest if every difference is a new file in ``written`` (ours, just made).
 
+    A file HEAD has is never re-signed for, even if we just wrote it: a guarded file deleted and
+    made again from our template (an emptied ``claimed.yaml``) is a change a person signs.
     Returns (re-signed, the lines still wrong: empty when it verifies).
     """
     report = worktree_report(policy, top)
     if report.ok:
         return False, []
     differing = {*report.missing, *report.extra, *report.changed}
-    if report.problems or not differing <= set(written):
+    head = gitio.head(top)
+    committed = {p for p in differing if head is not None and gitio.file_at(head, p, top) is not None}
+    if report.problems or committed or not differing <= set(written):
         return False, report.lines()
     rows = manifest.worktree_rows(policy, top)
     manifest.refuse_bytecode(r.path for r in rows)
