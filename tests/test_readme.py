@@ -52,3 +52,33 @@ def test_adoption_section_word_for_word(tmp_path: Path) -> None:
     git(repo, "add", "-A")
     refused = git(repo, "commit", "-q", "-m", "mixed", check=False)
     assert refused.returncode != 0 and "gate-no-mix" in refused.stderr + refused.stdout
+
+
+def test_the_pre_commit_config_gate_init_writes_runs(tmp_path: Path) -> None:
+    """The repo: local gate-checks snippet, under the real pre-commit client: it judges commits."""
+    from tests.test_hooks_precommit import precommit_env
+
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "master")
+    gate_bin = str(Path(sys.executable).parent)
+    env = clean_env({"PATH": f"{gate_bin}{os.pathsep}{os.environ.get('PATH', '')}", **precommit_env()})
+
+    def sh(line: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-c", line], cwd=repo, env=env, capture_output=True, text=True, check=False)
+
+    assert sh("gate init --pre-commit-config").returncode == 0
+    assert sh('git add -A && git commit -q -m "Adopt mergegate"').returncode == 0
+    assert sh(f"{sys.executable} -m pre_commit install").returncode == 0
+    assert "(pre-commit" in sh("gate doctor").stdout
+    (repo / "oracles/properties/test_app.py").write_text("def test_x():\n    assert True\n")
+    (repo / "src").mkdir()
+    (repo / "src/app.py").write_text("X = 2\n")
+    mixed = sh('git add -A && git commit -q -m "mixed"')
+    assert mixed.returncode != 0 and "gate-no-mix" in mixed.stdout + mixed.stderr, mixed.stdout + mixed.stderr
+    assert sh('git restore --staged -- oracles && git commit -q -m "production"').returncode == 0
+    # Without `gate` on PATH the local hook cannot run: the doctor says so.
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
+                                  if not (Path(p) / "gate").exists())
+    out = sh(f"{sys.executable} -m mergegate doctor").stdout
+    assert "no `gate` is on PATH" in out, out

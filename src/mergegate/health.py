@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,6 +92,11 @@ def check_hooks(top: Path) -> Finding:
         return Finding("hooks", True, f"{hook} (gate install)")
     config = top / ".pre-commit-config.yaml"
     listed = config.is_file() and any(k in config.read_text(errors="replace") for k in ("gate hook", "id: gate-"))
+    local = listed and "entry: gate " in config.read_text(errors="replace")
+    if PRE_COMMIT_MARK in text and local and shutil.which("gate") is None:
+        return Finding("hooks", False, ".pre-commit-config.yaml runs `gate` (repo: local) but no `gate` is on "
+                       "PATH: every commit would fail", 'put it on PATH: export PATH="$HOME/.venv/gate/bin:$PATH" '
+                       "(or pipx install)")
     if PRE_COMMIT_MARK in text and listed:
         return Finding("hooks", True, f"{hook} (pre-commit, with the gate's hooks in .pre-commit-config.yaml)")
     if PRE_COMMIT_MARK in text:
