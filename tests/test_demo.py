@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
-from tests.helpers import gate
+from tests.helpers import clean_env, gate
+from tests.readme import ROOT, commands
+
+
+def quick_start(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The quick start's first command, in a copy of this repository, with ``~`` a fresh home."""
+    clone, home = tmp_path / "clone", tmp_path / "home"
+    skip = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".gate", ".*_cache")
+    shutil.copytree(ROOT, clone, ignore=skip)
+    home.mkdir()
+    install = commands("Quick start")[0]
+    env = clean_env({"HOME": str(home)})
+    env.pop("VIRTUAL_ENV", None)
+    return subprocess.run(["bash", "-c", install], cwd=clone, env=env, capture_output=True, text=True, check=False)
 
 
 def test_demo_scenarios_all_match(tmp_path: Path) -> None:
-    proc = gate(tmp_path, "demo")
+    """Through the README's quick start, word for word: a fresh virtualenv, ``pip install .``, ``gate demo``."""
+    proc = quick_start(tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     for name in ("clean fix", "regression", "production and oracle edited together", "fixture rewritten",

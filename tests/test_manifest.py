@@ -23,8 +23,9 @@ def repo(tmp_path: Path) -> Path:
 
 
 def test_init_manifest_verifies_and_covers_guarded_files_only(repo: Path) -> None:
-    assert gate(repo, "manifest", "verify", check=0).stdout.strip() == f"{M}: OK (4 files)"
+    assert gate(repo, "manifest", "verify", check=0).stdout.strip() == f"{M}: OK (5 files)"
     paths = [r.path for r in manifest.parse((repo / M).read_bytes(), M)]
+    assert "oracles/properties/.gitignore" in paths  # keeps bytecode out of the oracle tree
     assert paths == sorted(paths)
     assert "freeze_ledger.yaml" not in paths and M not in paths
     assert "gate.yaml" in paths
@@ -143,7 +144,7 @@ def test_init_never_overwrites(repo: Path) -> None:
     assert "kept     gate.yaml (exists)" in out
     assert (repo / "gate.yaml").read_text().endswith("# mine\n")
     gate(repo, "init", "--pre-commit-config", check=0)
-    assert "gate-no-mix" in (repo / ".pre-commit-config.yaml").read_text()
+    assert "id: gate-checks" in (repo / ".pre-commit-config.yaml").read_text()
 
 
 def test_init_work_area_ignores_itself(repo: Path) -> None:

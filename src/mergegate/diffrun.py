@@ -133,12 +133,20 @@ def run_pair(
             if spec.prop.id not in skip:
                 tasks.append((head_tree, spec, seed))
         rows = runner.run_tasks(tasks, policy, jobs, progress)
-    base_rows = tuple(runner.for_every_seed(
-        [r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is base_tree], specs, seeds))
-    head_rows = tuple(runner.for_every_seed(
-        [r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is head_tree], specs, seeds))
+    base_rows = tuple(with_reproduce(runner.for_every_seed(
+        [r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is base_tree], specs, seeds),
+        rev=base))
+    head_rows = tuple(with_reproduce(runner.for_every_seed(
+        [r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is head_tree], specs, seeds),
+        rev=head, trusted=base))
     contract["seeds_apply"] = {s.prop.id: s.seeds_apply for s in specs}
     return Pair(contract, base_rows, head_rows, tuple(sorted(skip)))
+
+
+def with_reproduce(rows: Sequence[runner.Row], *, rev: str, trusted: str | None = None) -> list[runner.Row]:
+    from mergegate.runner import rows as rowlib
+
+    return rowlib.with_reproduce(rows, rev=rev, trusted=trusted)
 
 
 def make_contract(base: str, head: str, seeds: Sequence[int], cat: catalog.Catalog,

@@ -148,7 +148,55 @@ def _detail(o: Outcome, v: Any) -> str:
             error = (fails[0].error or "").strip()
             same = error.rstrip(":") == fails[0].witness.split(":")[0]  # a bare "AssertionError:"
             parts.append(fails[0].witness if same or not error else f"{fails[0].witness} ({error})")
+            first = _first_failure(o, v.prop)
+            if first is not None and first[2].falsifying_example:
+                parts.append(" ".join(first[2].falsifying_example.split()))
     return textsafe.line("; ".join(parts))  # production's exception text, shown and never obeyed
+
+
+def _first_failure(o: Outcome, prop: str) -> tuple[str, int, runner.Row] | None:
+    """(side, seed, row) of the failure to show for ``prop``: the patch's first, else the base's."""
+    if o.pair is None:
+        return None
+    for side, rows in (("patch", o.pair.head_rows), ("base", o.pair.base_rows)):
+        for r in sorted(rows, key=lambda r: r.seed):
+            if r.prop == prop and r.status == "fail":
+                return side, r.seed, r
+    return None
+
+
+def failure_blocks(o: Outcome) -> list[tuple[str, list[str]]]:
+    """Per failing property (verdict not pass): a title and its lines, Hypothesis's falsifying example
+    and the command that reproduces it, each line safe for a terminal."""
+    blocks = []
+    for v in sorted(o.verdicts, key=lambda v: v.prop):
+        first = _first_failure(o, v.prop)
+        if v.verdict == "pass" or first is None:
+            continue
+        side, seed, row = first
+        lines = [textsafe.line(t) for t in (row.falsifying_example or "").splitlines()]
+        if row.reproduce:
+            lines.append(f"reproduce: {textsafe.line(row.reproduce)}")
+        blocks.append((textsafe.line(f"{v.prop} ({side}, seed {seed}): {row.witness}"), lines))
+    return blocks
+
+
+def manifest_text(o: Outcome) -> list[str]:
+    """When the manifest stopped the check: what differs (missing / extra / changed), and the fix."""
+    if o.stopped_at != "independence" or not o.manifest_lines:
+        return []
+    return ["the manifest at the head does not describe the guarded files there:",
+            *(f"  {textsafe.line(line)}" for line in o.manifest_lines),
+            "  fix: a person re-signs it in an oracle-only commit: git add -- <guarded files> && "
+            "gate manifest sign --staged && git commit -m 'oracle: re-sign the manifest'"]
+
+
+def failure_text(o: Outcome) -> list[str]:
+    """The failure blocks as indented console lines."""
+    out = []
+    for title, lines in failure_blocks(o):
+        out += [title, *("  " + ln for ln in lines)]
+    return out
 
 
 # ---------------------------------------------------------------- CI formats
@@ -163,6 +211,7 @@ def junit(o: Outcome) -> str:
     seconds: dict[str, float] = {}
     for r in (*o.pair.base_rows, *o.pair.head_rows) if o.pair else ():
         seconds[r.prop] = seconds.get(r.prop, 0.0) + r.duration_s
+    blocks = failure_blocks(o)
     for prop, verdict, reason, detail in rows:
         head = (f'    <testcase classname="mergegate.properties" name={quoteattr(prop)} '
                 f'time="{seconds.get(prop, 0.0):.3f}">')
@@ -172,8 +221,9 @@ def junit(o: Outcome) -> str:
             cases.append(f"{head}\n      <skipped message={quoteattr(f'inconclusive: {reason}; {detail}')}/>\n"
                          "    </testcase>")
         else:
-            cases.append(f"{head}\n      <failure message={quoteattr(f'{verdict}: {reason}')}>"
-                         f"{escape(detail)}</failure>\n    </testcase>")
+            body = "\n".join([detail, *next((ls for t, ls in blocks if t.startswith(f"{prop} (")), [])])
+            cases.append(f"{head}\n      <failure message={quoteattr(f'{verdict}: {reason}; {detail}')}>"
+                         f"{escape(body)}</failure>\n    </testcase>")
     gate_case = '    <testcase classname="mergegate" name="gate.decision"'
     if o.admitted:
         cases.append(gate_case + "/>")
@@ -195,11 +245,25 @@ def markdown(o: Outcome) -> str:
     for prop, verdict, reason, detail in prop_rows(o):
         cell = detail.replace("|", "\\|").replace("\n", " ")
         lines.append(f"| `{prop}` | {icon.get(verdict, '')} {verdict} | {reason} | {cell} |")
+    for title, block in failure_blocks(o):
+        lines += ["", f"### {title.replace('`', chr(39))}", "", *_fenced(block)]
+    mismatch = manifest_text(o)
+    if mismatch:
+        lines += ["", f"### {mismatch[0]}", "", *_fenced([ln.strip() for ln in mismatch[1:]])]
     if o.canaries:
         lines += ["", "Canaries: " + ", ".join(f"{c.name} {'ok' if c.ok else 'MISS'}" for c in o.canaries)]
     if o.score is not None:
         lines += ["", f"Scorecard: {o.score.verdict}, debt {o.score.debt}, reasons {', '.join(o.score.reasons)}"]
     return "\n".join(lines) + "\n"
+
+
+def _fenced(block: list[str]) -> list[str]:
+    """A code block whose fence is longer than any run of backticks in it: the text cannot close it."""
+    import re
+
+    longest = max((len(m) for line in block for m in re.findall("`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, *block, fence]
 
 
 def table_text(o: Outcome) -> str:

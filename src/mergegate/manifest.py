@@ -168,7 +168,26 @@ def worktree_rows(policy: Policy, cwd: str | Path | None = None) -> list[Row]:
 
 
 def expected_at(rev: str | None, policy: Policy, cwd: str | Path | None = None) -> bytes:
-    return render(rows_at(rev, policy, cwd))
+    """The manifest to sign for ``rev`` (None: the index); Python bytecode on a signed path is refused."""
+    rows = rows_at(rev, policy, cwd)
+    refuse_bytecode(r.path for r in rows)
+    return render(rows)
+
+
+def is_bytecode(path: str) -> bool:
+    """A compiled Python file or a ``__pycache__`` folder's content: made by running the oracle, never its source."""
+    return "__pycache__" in path.split("/") or path.endswith((".pyc", ".pyo"))
+
+
+def refuse_bytecode(paths: Iterable[str]) -> None:
+    found = sorted(p for p in paths if is_bytecode(p))
+    if found:
+        folder = found[0].rsplit("/", 1)[0] if "/" in found[0] else found[0]
+        raise UsageError(
+            f"{found[0]} is Python bytecode in a guarded tree ({len(found)} such file(s)); it is never signed",
+            f"unstage it: git rm -r --cached -q -- {folder!r}, and ignore it: "
+            "echo '__pycache__/' >> .gitignore (gate init writes one in the oracle tree)",
+        )
 
 
 # ---------------------------------------------------------------- verification

@@ -9,14 +9,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mergegate import gitio
+from mergegate import branches, gitio
 from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
 from mergegate.fsutil import work_area
 from mergegate.progress import progress_bar
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--base", required=True, help="the target branch or revision (trusted side)")
+    parser.add_argument("--base", help="the target branch or revision (trusted side; default: the repository's "
+                        "default branch: origin/HEAD, else init.defaultBranch, main or master)")
     parser.add_argument("--head", help="the patch revision (default: HEAD; the work tree must be clean)")
     parser.add_argument("--evidence", metavar="DIR", help="write the evidence packet here "
                         "(default: .gate/evidence/<head>)")
@@ -42,8 +43,9 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.base_runs) != bool(args.head_runs):
         raise UsageError("--base-runs and --head-runs go together", "pass both merged run files, or neither")
     runs = (Path(args.base_runs), Path(args.head_runs)) if args.base_runs else None
+    base = branches.base_or_default(args.base)
     with progress_bar(quiet=args.json) as progress:
-        outcome = check.check(args.base, head, environ=os.environ, jobs=args.jobs, progress=progress, runs=runs)
+        outcome = check.check(base, head, environ=os.environ, jobs=args.jobs, progress=progress, runs=runs)
     where = Path(args.evidence) if args.evidence else work_area(gitio.toplevel()) / "evidence" / outcome.head[:12]
     evidence.write_packet(outcome, where)
     if args.junit:
@@ -78,6 +80,10 @@ def _print_table(outcome: Any, where: Path) -> None:
         Console().print(table)
     else:
         print(evidence.table_text(outcome))
+    failures = evidence.failure_text(outcome) + evidence.manifest_text(outcome)
+    if failures:
+        print()
+        print("\n".join(failures))
     print()
     for line in evidence.review_note(outcome):
         print(line)

@@ -85,7 +85,8 @@ def _refuse_in_progress(top: Path) -> None:
     for name, what in IN_PROGRESS:
         if gitio.git_path(name, top).exists():
             raise UsageError(f"{what} is in progress; its commit is not a fix to split",
-                             "finish it (git commit, git rebase --continue) or abort it first")
+                             "finish it (git commit --no-edit, or GIT_EDITOR=true git rebase --continue) "
+                             "or abort it first")
 
 
 def _refuse_agent(pol: Policy, top: Path) -> None:

@@ -6,12 +6,12 @@ import argparse
 import json
 from pathlib import Path
 
-from mergegate import differential, diffrun, fsutil, gitio, repo, runner, split
+from mergegate import branches, differential, diffrun, fsutil, gitio, repo, runner, split
 from mergegate.errors import EXIT_NO, EXIT_OK
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--base", required=True, help="the parent revision (trusted side)")
+    parser.add_argument("--base", help="the parent revision (trusted side; default: the default branch)")
     parser.add_argument("--head", required=True, help="the patch revision")
     parser.add_argument("--out", default=".gate/diff", help="directory for contract.json, base.jsonl, patch.jsonl")
     parser.add_argument("--json", action="store_true", help="print the decision as JSON")
@@ -20,7 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     head = gitio.must_resolve(args.head)
-    base = gitio.merge_base(gitio.must_resolve(args.base), head)
+    base = gitio.merge_base(gitio.must_resolve(branches.base_or_default(args.base)), head)
     policy = repo.load_policy(base)
     cat, specs = runner.load_specs(base, policy)
     edited = split.oracle_edited(cat, split.split(gitio.tree_changes(base, head), policy))

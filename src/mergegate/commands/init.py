@@ -21,7 +21,11 @@ def _template(name: str) -> str:
     return resources.files("mergegate").joinpath("templates", name).read_text()
 
 
-def _create(path: Path, text: str, top: Path, report: list[str]) -> None:
+BYTECODE_IGNORE = "# Running the properties (gate test, pytest) makes bytecode; it is never part of the oracle.\n" \
+    "__pycache__/\n*.py[cod]\n"
+
+
+def _create(path: Path, text: str, top: Path, report: list[str], written: list[str]) -> None:
     rel = path.relative_to(top).as_posix()
     if path.exists() or path.is_symlink():
         report.append(f"kept     {rel} (exists)")
@@ -29,39 +33,60 @@ def _create(path: Path, text: str, top: Path, report: list[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     report.append(f"created  {rel}")
+    written.append(rel)
 
 
 def run(args: argparse.Namespace) -> int:
     top = gitio.toplevel()
     report: list[str] = []
-    _create(top / policy.POLICY_FILE, policy.DEFAULT_TEXT, top, report)
+    written: list[str] = []
+    _create(top / policy.POLICY_FILE, policy.DEFAULT_TEXT, top, report, written)
     pol = policy.parse((top / policy.POLICY_FILE).read_bytes(), policy.POLICY_FILE)
     paths = pol.paths
     for pattern in (*paths.oracle[:1], *paths.fixtures[:1]):
         root = pattern.split("*", 1)[0].rstrip("/")
         if root:
-            _create(top / root / ".gitkeep", "", top, report)
-    _create(top / paths.catalog / "claimed.yaml", _template("claimed.yaml"), top, report)
-    _create(top / paths.ledger, _template("freeze_ledger.yaml"), top, report)
+            _create(top / root / ".gitkeep", "", top, report, written)
+    for pattern in paths.oracle[:1]:
+        root = pattern.split("*", 1)[0].rstrip("/")
+        if root:
+            _create(top / root / ".gitignore", BYTECODE_IGNORE, top, report, written)
+    _create(top / paths.catalog / "claimed.yaml", _template("claimed.yaml"), top, report, written)
+    _create(top / paths.ledger, _template("freeze_ledger.yaml"), top, report, written)
     entry = _template("pre-commit-entry.yaml")
-    config = top / ".pre-commit-config.yaml"
     if args.pre_commit_config:
-        _create(config, "repos:\n" + entry, top, report)
+        _create(top / ".pre-commit-config.yaml", "repos:\n" + entry, top, report, written)
     if not (top / ".gate" / ".gitignore").exists():
         work_area(top)
         report.append("created  .gate/.gitignore (mergegate's work area, never committed)")
-    manifest_path = top / paths.manifest
+    _manifest(pol, top, report, written)
+    print("\n".join(report))
+    if not args.pre_commit_config:
+        print("\nAdd the hook to .pre-commit-config.yaml (or run `gate init --pre-commit-config`): the single hook")
+        print("gate-checks runs the three checks (guard, no-mix, manifest) in one process; `gate` must be on PATH.")
+        print("repos:\n" + entry.rstrip())
+        print("\nWithout pre-commit: `gate install` writes the same checks as a plain git hook.")
+    print("\nThen commit these files on their own: git add -A && git commit -m 'Adopt mergegate'")
+    return 0
+
+
+def _manifest(pol: policy.Policy, top: Path, report: list[str], written: list[str]) -> None:
+    """Write the manifest if absent; re-sign it for the files this run made; say so if it still does not verify."""
+    from mergegate import oracle_manifest
+
+    manifest_path = top / pol.paths.manifest
     if manifest_path.exists():
-        report.append(f"kept     {paths.manifest} (exists)")
+        report.append(f"kept     {pol.paths.manifest} (exists)")
     else:
         text = manifest.render(manifest.worktree_rows(pol, top))
         manifest_path.parent.mkdir(parents=True, exist_ok=True)
         manifest_path.write_bytes(text)
-        report.append(f"created  {paths.manifest}")
-    print("\n".join(report))
-    if not args.pre_commit_config:
-        print("\nAdd the hooks to .pre-commit-config.yaml (or run `gate init --pre-commit-config`):")
-        print("repos:\n" + entry.rstrip())
-        print("\nWithout pre-commit: `gate install` writes them as a plain git hook.")
-    print("\nThen commit these files on their own: git add -A && git commit -m 'Add mergegate'")
-    return 0
+        report.append(f"created  {pol.paths.manifest}")
+        written.append(pol.paths.manifest)
+    resigned, wrong = oracle_manifest.resign_if_ours(pol, top, written)
+    if resigned:
+        report.append(f"re-signed {pol.paths.manifest} (it lists the guarded files created above)")
+    if wrong:
+        report.append(f"warning  {pol.paths.manifest} does not verify against the work tree:")
+        report += [f"  {line}" for line in wrong]
+        report.append(f"  {oracle_manifest.FIX}")

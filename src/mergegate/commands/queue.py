@@ -7,9 +7,13 @@ import json
 import os
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mergegate import agents, gitio, repo
 from mergegate.errors import EXIT_NO, UsageError
+
+if TYPE_CHECKING:
+    from mergegate.drafter.queue import Meta
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -38,14 +42,30 @@ def _list(args: argparse.Namespace, top: Path) -> int:
     from mergegate.drafter import queue
 
     metas = [m for m in queue.entries(top) if args.all or m.status == "pending"]
+    states = {m.id: state(top, m) for m in metas}
     if args.json:
-        print(json.dumps([asdict(m) for m in metas], indent=2))
+        print(json.dumps([{**asdict(m), "state": states[m.id]} for m in metas], indent=2))
         return 0
     if not metas:
         print("queue empty" if args.all else "no pending candidates (`gate queue list --all` shows decided ones)")
     for m in metas:
-        print(f"{m.id[:12]}  {m.status:<8}  triage {m.triage.get('result', '?'):<7}  {m.drafter:<11}  {m.target}")
+        print(f"{m.id[:12]}  {states[m.id]:<9}  triage {m.triage.get('result', '?'):<7}  {m.drafter:<11}  {m.target}")
+    if any(v == DISCARDED for v in states.values()):
+        print(f"{DISCARDED}: accepted, but its oracle file is neither staged nor committed (the change was dropped)")
     return 0
+
+
+DISCARDED = "discarded"
+
+
+def state(top: Path, meta: Meta) -> str:
+    """What the queue says, checked against git: an accepted candidate whose installed file is in
+    neither the index nor HEAD was discarded (a person dropped the staged change)."""
+    if meta.status != "accepted" or not meta.installed_as:
+        return meta.status
+    if gitio.file_at(None, meta.installed_as, top) is None and gitio.file_at("HEAD", meta.installed_as, top) is None:
+        return DISCARDED
+    return meta.status
 
 
 def _show(args: argparse.Namespace, top: Path) -> int:

@@ -18,7 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trusted", metavar="REV",
                         help="read policy, catalog and oracle files from REV (default: --rev, or HEAD)")
     parser.add_argument("--seeds", help="comma-separated seeds (default: gate.yaml verdict.seeds)")
-    parser.add_argument("--out", required=True, help="write the JSONL rows here")
+    parser.add_argument("--out", help="write the JSONL rows here (without it, only the report is printed)")
     parser.add_argument("--shard", metavar="K/N", help="run only the K-th of N slices (for a CI matrix)")
     parser.add_argument("--only", action="append", default=[], metavar="ID", help="run only this property")
     parser.add_argument("-j", "--jobs", type=int, help="processes in parallel (default: gate.yaml runner.jobs)")
@@ -52,19 +52,24 @@ def run(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds) if args.seeds else policy.verdict.seeds
     shard = runner.parse_shard(args.shard) if args.shard else None
     pairs = runner.plan(specs, seeds, shard)
+    from mergegate.runner import rows as rowlib
+
     if args.rev:
         from mergegate import diffrun
 
         rev = gitio.must_resolve(args.rev)
         with diffrun.worktrees([rev]) as (tree_dir,):
             rows = _run(tree_dir, pairs, policy, args.jobs)
+        rows = rowlib.with_reproduce(runner.for_every_seed(rows, specs, seeds), rev=rev, trusted=trusted_rev)
     else:
         tree_dir = Path(args.tree)
         if not tree_dir.is_dir():
             raise UsageError(f"{args.tree}: no such directory", "pass a checked-out tree")
         rows = _run(tree_dir, pairs, policy, args.jobs)
-    rows = runner.for_every_seed(rows, specs, seeds)
-    runner.write_jsonl(rows, args.out)
+        rows = rowlib.with_reproduce(runner.for_every_seed(rows, specs, seeds), tree=args.tree,
+                                     trusted=args.trusted)
+    if args.out:
+        runner.write_jsonl(rows, args.out)
     return report(rows, args.out)
 
 
@@ -76,12 +81,15 @@ def _run(tree_dir: Path, pairs: list[tuple[runner.Spec, int]], policy: Policy, j
         return runner.run_tasks([(tree, spec, seed) for spec, seed in pairs], policy, jobs, progress)
 
 
-def report(rows: list[runner.Row], out: str) -> int:
-    """One line per failing row on stderr, a summary on stdout; exit 2 if an oracle cannot load."""
+def report(rows: list[runner.Row], out: str | None) -> int:
+    """One line per failing row on stderr (then Hypothesis's falsifying example), a summary on stdout;
+    exit 2 if an oracle cannot load."""
     failed = [r for r in rows if r.status != "pass"]
     for r in failed:
         print(textsafe.line(f"fail  {r.prop} seed={r.seed}  {r.witness}  {r.error or ''}".rstrip()), file=sys.stderr)
-    print(f"{len(rows)} rows: {len(rows) - len(failed)} pass, {len(failed)} fail -> {out}")
+        for text in (r.falsifying_example or "").splitlines():
+            print("  " + textsafe.line(text), file=sys.stderr)
+    print(f"{len(rows)} rows: {len(rows) - len(failed)} pass, {len(failed)} fail" + (f" -> {out}" if out else ""))
     broken = sorted({r.prop for r in rows if r.load_error})
     if broken:
         print(f"gate run: {', '.join(broken)} could not load its oracle (see the errors above); "

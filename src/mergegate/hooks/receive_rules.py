@@ -107,7 +107,7 @@ def judge_commit(facts: CommitFacts) -> list[Refusal]:
         out.append(Refusal(
             sid, UNSIGNED, s.guarded,
             f"sign the commit with a key listed in {facts.signers_file or 'the allowed signers'} "
-            "(`git commit --amend -S`) and push again",
+            "(`git commit --amend --no-edit -S`) and push again",
             "a commit changing guarded paths lacks a valid signature",
         ))
     return out

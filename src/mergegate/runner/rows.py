@@ -35,6 +35,8 @@ class Row:
     load_error: bool = False
     isolation: str = ""  # sealed | shared ("" in rows from elsewhere that do not say: never sealed)
     containment: str = ""  # bwrap | none
+    falsifying_example: str | None = None  # Hypothesis's own text for the minimal failing example
+    reproduce: str | None = None  # one command that runs this property at this seed on this tree again
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -46,6 +48,10 @@ class Row:
         }
         if self.error:
             data["error"] = self.error
+        if self.falsifying_example:
+            data["falsifying_example"] = self.falsifying_example
+        if self.reproduce:
+            data["reproduce"] = self.reproduce
         if self.fixtures_opened:
             data["fixtures_opened"] = list(self.fixtures_opened)
         if self.undeclared_fixtures:
@@ -72,18 +78,39 @@ def make_row(prop: Any, seed: int, out: dict[str, Any], policy: Policy, *, spec_
         error = f"{error}; {note}" if error else note
         if not witness:
             witness = f"UndeclaredFixture:{prop.oracle_file}"
-    sig = None
+    sig = falsifying = None
     if status == "fail":
         sig = signature.signature(prop.id, witness, str(out.get("counterexample") or ""), roots)
         if error:
             error = signature.normalise(str(error), roots)
+        falsifying = signature.normalise(str(out.get("falsifying_example") or ""), roots) or None
     return Row(
         prop=prop.id, seed=seed, status=status, witness=witness, signature=sig,
         spec_hash=spec_hash, fixture_closure=closure, fixture_digest=fixture_digest,
         examples=int(out.get("examples") or 0), duration_s=float(out.get("duration_s") or 0.0),
         error=error, fixtures_opened=opened, undeclared_fixtures=undeclared,
         load_error=str(error or "").startswith(LOAD_ERROR), isolation=isolation, containment=containment,
+        falsifying_example=falsifying,
     )
+
+
+def reproduce_command(prop: str, seed: int, *, rev: str | None = None, tree: str | None = None,
+                      trusted: str | None = None) -> str:
+    """``gate run`` of one property at one seed, on the revision (or tree) it failed on, the oracle from ``trusted``."""
+    import shlex
+
+    where = f"--rev {shlex.quote(rev[:12])}" if rev else f"--tree {shlex.quote(tree or '.')}"
+    oracle = f" --trusted {shlex.quote(trusted[:12])}" if trusted and trusted != rev else ""
+    return f"gate run {where}{oracle} --only {shlex.quote(prop)} --seeds {seed}"
+
+
+def with_reproduce(rows: Sequence[Row], *, rev: str | None = None, tree: str | None = None,
+                   trusted: str | None = None) -> list[Row]:
+    """The rows, each failing one with the command that reproduces it."""
+    import dataclasses
+
+    return [dataclasses.replace(r, reproduce=reproduce_command(r.prop, r.seed, rev=rev, tree=tree, trusted=trusted))
+            if r.status == "fail" and not r.reproduce else r for r in rows]
 
 
 def write_jsonl(rows: Sequence[Row], path: str | Path) -> None:
@@ -105,4 +132,6 @@ def row_from_json(data: dict[str, Any]) -> Row:
         undeclared_fixtures=tuple(data.get("undeclared_fixtures") or ()),
         load_error=str(data.get("error") or "").startswith(LOAD_ERROR),
         isolation=str(data.get("isolation") or ""), containment=str(data.get("containment") or ""),
+        falsifying_example=str(data.get("falsifying_example") or "") or None,
+        reproduce=str(data.get("reproduce") or "") or None,
     )

@@ -21,4 +21,30 @@ def counterexample(exc: BaseException) -> str:
     All of them, so two failures that differ only in a draw do not share a signature;
     noise (addresses, timestamps, paths) is stripped later by ``signature.normalise``.
     """
-    return "\n".join(str(n) for n in getattr(exc, "__notes__", None) or [])
+    return "\n".join(notes(exc))
+
+
+# Hypothesis's own words for the minimal failing example: "Falsifying example: ..." (and
+# "Falsifying explicit example: ..."), "Failing test case: ..." in newer versions.
+FALSIFYING = ("Falsifying example", "Falsifying explicit example", "Failing test case")
+
+
+def notes(exc: BaseException) -> list[str]:
+    """The notes attached to ``exc`` in this process (by Hypothesis or the oracle), from its own ``__dict__``.
+
+    Never through ``getattr``: an exception production raised is a stand-in whose missing
+    attributes are looked up on production's object, which could then write our notes.
+    """
+    try:
+        own = object.__getattribute__(exc, "__dict__")
+    except AttributeError:
+        return []
+    raw = own.get("__notes__") if type(own) is dict else None
+    return [n for n in raw if type(n) is str] if type(raw) is list else []
+
+
+def falsifying_example(exc: BaseException) -> str:
+    """Hypothesis's report of the minimal failing example, as it wrote it, with the notes after it (draws)."""
+    found = notes(exc)
+    start = next((i for i, n in enumerate(found) if n.startswith(FALSIFYING)), None)
+    return "" if start is None else "\n".join(found[start:])[:4000]

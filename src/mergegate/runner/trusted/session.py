@@ -213,7 +213,8 @@ class GatePlugin:
                 return {"status": "fail", "witness": f"FixtureError:{rel}",
                         "error": f"{when} of {node} failed: {_text(self.failed_report)}"[-2000:]}
             return {"status": "fail", "witness": report.assertion_site(exc, self.oracle_path, rel),
-                    "counterexample": report.counterexample(exc), "error": f"{type(exc).__name__}: {exc}"[:2000]}
+                    "counterexample": report.counterexample(exc), "error": f"{type(exc).__name__}: {exc}"[:2000],
+                    "falsifying_example": report.falsifying_example(exc)}
         if self.skipped_report is not None and not (self.job.get("allow_skip") and self.examples):
             return {"status": "fail", "witness": f"Skipped:{rel}",
                     "error": f"{node} was skipped: {_text(self.skipped_report)}"[-2000:]}
