@@ -42,9 +42,9 @@ def overlapping(nodeids: list[str]) -> bool:
 
 def run_each(plugin: Any, session: Any) -> None:
     """Fork one child per job of the plugin's group; report each outcome through ``plugin.emit``."""
-    from mergegate.runner.trusted import evaluator, standins
-
     import gc
+
+    from mergegate.runner.trusted import evaluator, standins
 
     items = list(session.items)
     channel = plugin.finder.channel if plugin.finder is not None else None
