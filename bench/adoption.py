@@ -18,6 +18,7 @@ It needs the mirrors (``fetch github:jab/bidict`` and ``fetch github:tobgu/pyrsi
 /work/.mirror) and the gate's virtualenv. It takes about 15-25 minutes on two cores and is not run in CI.
 
     .venv/bin/python bench/adoption.py [--work /work/adopt/study] [--only bidict] [--skip-replay] [--skip-bugs]
+        [--shared-all]
 
 It prints the figures and writes ``<work>/results.json``.
 """
@@ -226,12 +227,11 @@ def sync_catalog(repo: Path, cfg: dict[str, Any]) -> dict[str, Any]:
         if (
             f.name != "claimed.yaml"
             and "isolation:" not in text
-            and any(f'"{s}::' in text for s in cfg["shared_files"])
+            and (cfg.get("shared_all") or any(f'"{s}::' in text for s in cfg["shared_files"]))
         ):
-            f.write_text(
-                text.rstrip("\n") + "\nisolation: shared   # its oracle subclasses production classes "
-                "(docs/runner.md: not supported sealed)\n"
-            )
+            why = ("--shared-all: every entry shared" if cfg.get("shared_all") else
+                   "its oracle subclasses production classes (docs/runner.md: not supported sealed)")
+            f.write_text(text.rstrip("\n") + f"\nisolation: shared   # {why}\n")
     git(repo, "add", "-A", "--", "oracles/catalog")
     return out
 
@@ -487,6 +487,9 @@ def main() -> int:
     ap.add_argument("--only", action="append")
     ap.add_argument("--skip-replay", action="store_true")
     ap.add_argument("--skip-bugs", action="store_true")
+    ap.add_argument("--shared-all", action="store_true",
+                    help="mark every imported entry isolation: shared (the maintainer's choice for suites that "
+                         "compare production objects)")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -497,7 +500,8 @@ def main() -> int:
         if not Path(cfg["mirror"]).is_dir():
             print(f"{name}: no mirror at {cfg['mirror']}; fetch it first ({cfg['fetch']})", file=sys.stderr)
             return 2
-        print(f"== {name}", flush=True)
+        print(f"== {name}" + (" (every entry shared)" if args.shared_all else ""), flush=True)
+        cfg = {**cfg, "shared_all": args.shared_all}
         res = adopt(name, cfg, work)
         run_ = res["run"]
         print(
