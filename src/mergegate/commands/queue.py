@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from dataclasses import asdict
 from pathlib import Path
 
-from mergegate import agents, gitio, repo
+from mergegate import agents, gitio, repo, textsafe
 from mergegate.errors import EXIT_NO, UsageError
 
 
@@ -39,12 +38,13 @@ def _list(args: argparse.Namespace, top: Path) -> int:
 
     metas = [m for m in queue.entries(top) if args.all or m.status == "pending"]
     if args.json:
-        print(json.dumps([asdict(m) for m in metas], indent=2))
+        print(textsafe.dumps([asdict(m) for m in metas], indent=2))
         return 0
     if not metas:
         print("queue empty" if args.all else "no pending candidates (`gate queue list --all` shows decided ones)")
     for m in metas:
-        print(f"{m.id[:12]}  {m.status:<8}  triage {m.triage.get('result', '?'):<7}  {m.drafter:<11}  {m.target}")
+        line = f"{m.id[:12]}  {m.status:<8}  triage {m.triage.get('result', '?')!s:<7}  {m.drafter:<11}  {m.target}"
+        print(textsafe.line(line))
     return 0
 
 
@@ -54,11 +54,13 @@ def _show(args: argparse.Namespace, top: Path) -> int:
     meta = queue.find(top, args.id)
     code = queue.candidate_code(top, meta).decode("utf-8", errors="replace")
     if args.json:
-        print(json.dumps({"meta": asdict(meta), "candidate": code}, indent=2))
+        print(textsafe.dumps({"meta": asdict(meta), "candidate": code}, indent=2))
         return 0
-    print(meta.to_bytes().decode(), end="")
+    # meta.json and the candidate came from a model or the container: shown, never obeyed.
+    print(textsafe.text(meta.to_bytes().decode(errors="replace")), end="")
     print(f"--- {queue.QUEUE}/{meta.id}/{queue.CANDIDATE}")
-    print(code, end="" if code.endswith("\n") else "\n")
+    shown = textsafe.text(code)
+    print(shown, end="" if shown.endswith("\n") else "\n")
     return 0
 
 
@@ -82,7 +84,7 @@ def _accept(args: argparse.Namespace, top: Path) -> int:
                         install=lambda m: accept.install(root, policy, m, code))
     print(f"accepted {done.id[:12]}: installed {done.installed_as} (read-only), catalog entries written, "
           "manifest re-signed; all staged")
-    print(f"commit it on its own: git commit -m 'oracle: accept drafted property for {done.target}'")
+    print(textsafe.line(f"commit it on its own: git commit -m 'oracle: accept drafted property for {done.target}'"))
     return 0
 
 
@@ -94,5 +96,5 @@ def _reject(args: argparse.Namespace, top: Path) -> int:
         raise UsageError("--reason is empty", "say why, e.g. --reason 'asserts the bug'")
     root = top
     done = queue.decide(root, args.id, "rejected", reason, gitio.author_email(root) or "unknown")
-    print(f"rejected {done.id[:12]}: {reason}")
+    print(textsafe.line(f"rejected {done.id[:12]}: {reason}"))
     return 0

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mergegate import textsafe
 from mergegate.drafter import sandbox
 from mergegate.drafter.options import Limits, Mounts, container_options, sandbox_uid
 from mergegate.errors import EXIT_NO, UsageError
@@ -74,7 +75,7 @@ def probe(client: Any, image: str) -> dict[str, Any]:
     try:
         return dict(json.loads(out.splitlines()[-1]))
     except (ValueError, IndexError):
-        raise UsageError(f"the probe container printed no facts ({out[:120]!r})",
+        raise UsageError(f"the probe container printed no facts ({textsafe.line(out[:120])!r})",
                          "rebuild the image: gate sandbox build") from None
 
 
@@ -93,5 +94,5 @@ def report(image: str) -> int:
     for key, check in EXPECT.items():
         good = check(facts.get(key))
         bad += not good
-        print(f"{'ok' if good else 'FAIL':<8} {key} = {facts.get(key)!r}")
+        print(textsafe.line(f"{'ok' if good else 'FAIL':<8} {key} = {facts.get(key)!r}"))
     return EXIT_NO if bad else 0

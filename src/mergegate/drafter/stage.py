@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mergegate import textsafe
+
 MAX_CANDIDATE_BYTES = 64 * 1024
 MAX_RESULTS_BYTES = 1024 * 1024
 MAX_WITNESS = 4000
@@ -78,8 +80,16 @@ def check_code(code: bytes) -> str | None:
         return f"draft is {len(code)} bytes, over the {MAX_CANDIDATE_BYTES} byte cap"
     try:
         text = code.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"draft does not parse: UnicodeDecodeError: {exc}"
+    unsafe = textsafe.first_unsafe(text)
+    if unsafe is not None:
+        row, col, shown = unsafe
+        return (f"draft contains a terminal control or invisible character ({shown} at line {row}, column {col}): "
+                "what a person reads would not be what runs")
+    try:
         tree = ast.parse(text)
-    except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return f"draft does not parse: {type(exc).__name__}: {getattr(exc, 'msg', exc)}"
     line = _uses_nothing(tree)
     if line is not None:
