@@ -218,8 +218,9 @@ def test_escape_attempts_are_contained_and_reported(repo: Path, tmp_path: Path, 
     assert triage["write_elsewhere"]["witness"].count("refused") == 6
     sock = triage["open_socket"]["witness"]
     assert "refused tcp host" in sock and "refused tcp internet" in sock and "refused dns" in sock
-    assert "refused relay" in sock and "429" in sock  # the relay's request cap
-    assert report["relay_refused"] == ["at most 8 requests per run"]
+    # Triage runs in a container of its own, with no relay socket at all.
+    assert "refused relay: FileNotFoundError" in sock
+    assert report["relay_refused"] == []
     key = triage["read_key"]["witness"]
     assert "GATE_DRAFTER_API_KEY" not in key and "KEYLIKE=[]" in key
     assert "timeout" in triage["fork_bomb"]["witness"]
@@ -231,7 +232,7 @@ def test_escape_attempts_are_contained_and_reported(repo: Path, tmp_path: Path, 
     assert git(repo, "status", "--porcelain", "--ignored", "--", "src").stdout == ""
     assert git(repo, "rev-parse", "HEAD").stdout == head_before
     assert hashlib.sha256(sandbox.agent_path().read_bytes()).hexdigest() == agent_before
-    assert report["unexpected"] == ["big.bin", "leak.txt"]  # seen, reported, never queued
+    assert "unexpected" not in report  # staging is the container's own tmpfs: nothing of it reaches the host
     everything = proc.stdout + proc.stderr + "".join(p.read_text() for p in (repo / ".gate").rglob("*") if p.is_file())
     assert KEY not in everything
     assert [r["path"] for r in model.requests] == ["/v1/chat/completions"] * len(ESCAPES)

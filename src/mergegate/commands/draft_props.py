@@ -35,7 +35,6 @@ def run(args: argparse.Namespace) -> int:
             "queued": [{"id": q.id, "target": q.target, "new": q.new, "triage": q.triage.to_json()}
                        for q in report.queued],
             "rejected": [{"target": t, "reason": r} for t, r in report.rejected],
-            "unexpected": list(report.unexpected),
             "relay_refused": list(report.relay_refused),
         }, indent=2))
         return 0
@@ -48,8 +47,6 @@ def run(args: argparse.Namespace) -> int:
                             + (f": {witness}" if witness else "")))
     for target, reason in report.rejected:
         print(textsafe.line(f"rejected {target}: {reason.splitlines()[0][:200] if reason else 'no reason'}"))
-    for name in report.unexpected:
-        print(textsafe.line(f"ignored  staging/{name}: not a file the host asked for"))
     for why in report.relay_refused:
         print(textsafe.line(f"relay    refused a request from the sandbox: {why}"))
     if report.queued:

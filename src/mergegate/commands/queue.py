@@ -21,6 +21,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     show.add_argument("--json", action="store_true")
     accept = sub.add_parser("accept", help="install a candidate into the oracle tree (a person only)")
     accept.add_argument("id")
+    accept.add_argument("--reviewed", action="store_true",
+                        help="I read the candidate as `gate queue show` printed it (required: triage is advisory)")
     accept.add_argument("--force", action="store_true", help="accept although triage did not pass")
     reject = sub.add_parser("reject", help="record why a candidate is refused")
     reject.add_argument("id")
@@ -52,13 +54,15 @@ def _show(args: argparse.Namespace, top: Path) -> int:
     from mergegate.drafter import queue
 
     meta = queue.find(top, args.id)
-    code = queue.candidate_code(top, meta).decode("utf-8", errors="replace")
+    raw = queue.candidate_code(top, meta)
+    code = raw.decode("utf-8", errors="replace")
     if args.json:
         print(textsafe.dumps({"meta": asdict(meta), "candidate": code}, indent=2))
         return 0
     # meta.json and the candidate came from a model or the container: shown, never obeyed.
     print(textsafe.text(meta.to_bytes().decode(errors="replace")), end="")
-    print(f"--- {queue.QUEUE}/{meta.id}/{queue.CANDIDATE}")
+    state = "matches its id" if queue.matches(meta, raw) else "DOES NOT match its id: changed since queued"
+    print(f"--- {queue.QUEUE}/{meta.id}/{queue.CANDIDATE} (sha256 {state}; triage is advisory)")
     shown = textsafe.text(code)
     print(shown, end="" if shown.endswith("\n") else "\n")
     return 0
@@ -76,12 +80,15 @@ def _accept(args: argparse.Namespace, top: Path) -> int:
               "only a person accepts a property into the oracle")
         return EXIT_NO
     meta = queue.find(root, args.id)
+    queue.verified_code(root, meta)  # refuse early; checked again under the lock
+    if not args.reviewed:  # a triage "pass" waives nothing: the sandbox's report can be forged
+        raise UsageError(f"candidate {meta.id[:12]} needs a person's review whatever triage said",
+                         "read it with `gate queue show`, then `gate queue accept ID --reviewed`")
     if meta.triage.get("result") != "pass" and not args.force:
-        raise UsageError(f"candidate {meta.id[:12]} did not pass triage ({meta.triage.get('result')})",
-                         "read it with `gate queue show`; accept anyway with --force, or reject it")
-    code = queue.candidate_code(root, meta)
+        raise UsageError(textsafe.line(f"candidate {meta.id[:12]} did not pass triage ({meta.triage.get('result')})"),
+                         "read it with `gate queue show`; accept anyway with --reviewed --force, or reject it")
     done = queue.decide(root, meta.id, "accepted", "", email or "unknown",
-                        install=lambda m: accept.install(root, policy, m, code))
+                        install=lambda m: accept.install(root, policy, m, queue.verified_code(root, m)))
     print(f"accepted {done.id[:12]}: installed {done.installed_as} (read-only), catalog entries written, "
           "manifest re-signed; all staged")
     print(textsafe.line(f"commit it on its own: git commit -m 'oracle: accept drafted property for {done.target}'"))

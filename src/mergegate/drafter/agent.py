@@ -5,9 +5,14 @@ This file runs INSIDE the sandbox container only (mounted read-only at
 mergegate: the container holds the standard library, hypothesis and black.
 The host never imports or runs it.
 
-Input: /job/job.json (read-only).  Output: /staging/<key>.py per draft and
-/staging/results.json, written last.  Everything it reports is advisory: the
-host re-validates every byte it reads back.
+Input: /job/job.json (read-only).  Output: one JSON document written into
+/out/result.json (a host file) after every child is gone.  A draft run only
+drafts; the host hashes each draft as it leaves the container, writes it
+read-only into a second container's /job/candidates and that run triages it.
+Everything reported is advisory: the host re-validates every byte it reads.
+
+The agent makes itself non-dumpable first, so a candidate (same uid) can
+neither ptrace it nor read its memory or file descriptors through /proc.
 
 Each draft and each triage runs in a forked child in its own process group,
 with an address-space limit and a deadline; after each child the agent kills
@@ -34,15 +39,25 @@ from collections.abc import Callable
 from typing import Any
 
 STAGING = "/staging"
+OUT = "/out/result.json"
+PR_SET_DUMPABLE = 4
 RELAY_SOCKET = "/relay/model.sock"
 WITNESS_MAX = 4000
-NOTHING = re.compile(r"\bst\s*\.\s*nothing\s*\(")
 # Hypothesis attaches one of these notes when the test body failed on a generated example.
 FAILED = re.compile(r"Falsifying example|Failing test case|distinct failures")
 FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
 
 
 # ---------------------------------------------------------------- isolation helpers
+
+def not_dumpable() -> None:
+    """prctl(PR_SET_DUMPABLE, 0): no ptrace, no /proc/<agent>/mem or fd for the same uid."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
 
 def _sweep() -> None:
     """Kill every process this user may signal except ourselves (and init)."""
@@ -180,10 +195,6 @@ def draft_all(job_file: dict[str, Any]) -> dict[str, dict[str, Any]]:
             def work(job: dict[str, Any] = job) -> dict[str, Any]:
                 return draft_openai(job, job_file["model"], limits["draft_s"])
         result = in_child(work, limits["draft_s"], limits["mem_bytes"])
-        code = result.pop("code", None)
-        if isinstance(code, str):
-            with open(os.path.join(STAGING, job["key"] + ".py"), "w", encoding="utf-8") as handle:
-                handle.write(code)
         out[job["key"]] = result
         if result.get("status") == "infra":
             break  # the trial stops at the first channel fault
@@ -205,7 +216,8 @@ def _run_one(func: Any) -> dict[str, Any]:
             return {"result": "error", "witness": _describe(exc)}
         notes = "\n".join(getattr(exc, "__notes__", ()) or ())
         witness = (_describe(exc) + ("\n" + notes if notes and notes not in _describe(exc) else ""))
-        kind = "fail" if FAILED.search(witness) else "error"
+        # An assertion that does not hold is a failure; anything else means the candidate did not run.
+        kind = "fail" if isinstance(exc, AssertionError) or FAILED.search(witness) else "error"
         return {"result": kind, "witness": witness[:WITNESS_MAX]}
     return {"result": "pass"}
 
@@ -259,25 +271,18 @@ def _setup(job_file: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    not_dumpable()
     with open(argv[1], encoding="utf-8") as handle:
         job_file = json.load(handle)
     _setup(job_file)
-    drafts: dict[str, dict[str, Any]] = {}
     if job_file["mode"] == "draft":
-        drafts = draft_all(job_file)
-        paths = {k: os.path.join(STAGING, k + ".py") for k, r in drafts.items() if r.get("status") == "drafted"}
-        for key in list(paths):
-            with open(paths[key], encoding="utf-8") as handle:
-                if NOTHING.search(handle.read()):
-                    del paths[key]  # the host rejects these; no point running them
+        document: dict[str, Any] = {"drafts": draft_all(job_file)}
     else:
         paths = {c["key"]: c["path"] for c in job_file["candidates"]}
-    triage = triage_all(paths, job_file["limits"])
-    results = json.dumps({"drafts": drafts, "triage": triage}).encode()
-    tmp = os.path.join(STAGING, ".results.json.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(results)
-    os.replace(tmp, os.path.join(STAGING, "results.json"))
+        document = {"triage": triage_all(paths, job_file["limits"])}
+    _sweep()  # nothing a draft or a candidate started is left to write after us
+    with open(OUT, "wb") as handle:
+        handle.write(json.dumps(document).encode())
     return 0
 
 

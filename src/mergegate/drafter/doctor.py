@@ -57,10 +57,12 @@ def probe(client: Any, image: str) -> dict[str, Any]:
     """Start one container with the sandbox options and a probe command; its facts."""
     with tempfile.TemporaryDirectory(prefix="gate-doctor-") as tmp:
         root = Path(tmp)
-        for name in ("repo", "job", "staging"):
+        for name in ("repo", "job"):
             (root / name).mkdir()
-            (root / name).chmod(0o777 if name == "staging" else 0o755)
-        mounts = Mounts(str(root / "repo"), str(root / "staging"), str(root / "job"), str(sandbox.agent_path()))
+            (root / name).chmod(0o755)
+        (root / "result.json").touch(mode=0o666)
+        (root / "result.json").chmod(0o666)
+        mounts = Mounts(str(root / "repo"), str(root / "job"), str(sandbox.agent_path()), str(root / "result.json"))
         options = container_options(image, mounts, Limits(wall_clock_s=60), time.time() + 120,
                                     uid=sandbox_uid(os.getuid()))
         options["command"] = ["python3", "-I", "-c", PROBE]

@@ -29,7 +29,7 @@ from mergegate.errors import InternalError, UsageError
 
 SUITE = "bookworm"
 SITE = "usr/local/lib/python3.11/dist-packages"
-MOUNT_POINTS = ("repo", "staging", "job", "relay", "opt/gate")
+MOUNT_POINTS = ("repo", "staging", "job", "relay", "opt/gate", "out")
 CHANGES = (f"USER {SANDBOX_UID}:{SANDBOX_UID}", "WORKDIR /tmp", "ENV LANG=C.UTF-8",
            "LABEL mergegate.sandbox.image=1")
 

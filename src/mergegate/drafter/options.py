@@ -16,6 +16,7 @@ AGENT_PATH = "/opt/gate/agent.py"
 HOME = "/tmp/home"
 HYPOTHESIS_DIR = "/tmp/hypothesis"
 RELAY_DIR = "/relay"
+OUT_PATH = "/out/result.json"  # the agent's one output: a host file, capped by the fsize ulimit
 
 
 @dataclass(frozen=True)
@@ -28,17 +29,24 @@ class Limits:
     nofile: int = 256
     fsize_bytes: int = 4 * 1024 * 1024
     tmpfs_bytes: int = 128 * 1024 * 1024
+    staging_bytes: int = 64 * 1024 * 1024
+    staging_inodes: int = 256
     wall_clock_s: float = 600.0
 
 
 @dataclass(frozen=True)
 class Mounts:
-    """Host paths bound into the container.  Only ``staging`` is writable."""
+    """Host paths bound into the container.  Only the ``out`` file is writable.
+
+    Scratch space (``/staging``) is a size- and inode-limited tmpfs that dies with the
+    container; what the agent reports comes back through the one bound file ``out``,
+    whose size the fsize ulimit caps and next to which nothing can be created.
+    """
 
     repo: str  # a filtered export of HEAD: the oracle tree is not in it
-    staging: str
-    job: str  # directory holding job.json (and triage-only candidates)
+    job: str  # directory holding job.json (and, read-only, the candidates the host wrote for triage)
     agent: str  # the agent script file
+    out: str  # an empty host file the agent writes its result into
     relay_socket: str | None = None
 
 
@@ -52,7 +60,7 @@ def mounts(paths: Mounts) -> list[dict[str, Any]]:
         _bind(paths.repo, "/repo", True),
         _bind(paths.job, "/job", True),
         _bind(paths.agent, AGENT_PATH, True),
-        _bind(paths.staging, "/staging", False),
+        _bind(paths.out, OUT_PATH, False),
     ]
     if paths.relay_socket:
         # connect() on a socket needs no write permission on the mount itself.
@@ -86,7 +94,9 @@ def container_options(image: str, paths: Mounts, limits: Limits, deadline_epoch:
         },
         "network_mode": "none",
         "read_only": True,
-        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_bytes},mode=1777"},
+        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_bytes},mode=1777",
+                  "/staging": f"rw,noexec,nosuid,nodev,size={limits.staging_bytes},"
+                              f"nr_inodes={limits.staging_inodes},uid={uid},gid={uid},mode=0700"},
         "mounts": [Mount(m["Target"], m["Source"], type="bind", read_only=m["ReadOnly"])
                    for m in mounts(paths)],
         "cap_drop": ["ALL"],

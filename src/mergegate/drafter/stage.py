@@ -1,8 +1,10 @@
-"""Host-side validation of what the container staged.  The container is not trusted.
+"""Host-side validation of what the container reported.  The container is not trusted.
 
-Files are read as data only: no symlink is followed, nothing but a regular file
-is opened, every size is capped, names must be the keys the host issued, each
-candidate must parse and must not use ``st.nothing()``.
+The one result file is read as data only: no symlink is followed, nothing but a
+regular file is opened, its size is capped, only the keys the host issued count,
+and each candidate must parse, hold no terminal control character and not use
+``st.nothing()``.  A draft's bytes are fixed (and hashed) here, as they leave the
+container; triage later runs a read-only copy of exactly these bytes.
 """
 
 from __future__ import annotations
@@ -11,9 +13,8 @@ import ast
 import hashlib
 import json
 import os
-import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,8 @@ from typing import Any
 from mergegate import textsafe
 
 MAX_CANDIDATE_BYTES = 64 * 1024
-MAX_RESULTS_BYTES = 1024 * 1024
+MAX_RESULTS_BYTES = 4 * 1024 * 1024  # = the container's fsize ulimit
 MAX_WITNESS = 4000
-KEY = re.compile(r"c[0-9]{3}")
-RESULTS = "results.json"
 TRIAGE_RESULTS = ("pass", "fail", "error")
 
 
@@ -43,12 +42,11 @@ class Triage:
 
 
 @dataclass(frozen=True)
-class Staged:
-    """A candidate that passed host-side validation."""
+class Drafted:
+    """A candidate that passed host-side validation: its bytes, fixed when they left the container."""
 
     key: str
     code: bytes
-    triage: Triage
 
     @property
     def id(self) -> str:
@@ -134,8 +132,9 @@ def parse_triage(raw: Any) -> Triage:
     )
 
 
-def read_results(staging: Path) -> dict[str, Any]:
-    data = read_capped(staging / RESULTS, MAX_RESULTS_BYTES)
+def read_results(path: Path) -> dict[str, Any]:
+    """The agent's result document; {} when absent, not a regular file, oversized or not JSON."""
+    data = read_capped(path, MAX_RESULTS_BYTES)
     if data is None:
         return {}
     try:
@@ -145,29 +144,22 @@ def read_results(staging: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def collect(staging: Path, keys: Mapping[str, str]) -> tuple[list[Staged], list[Rejected], list[str]]:
-    """Validate the staging directory against the issued ``keys`` (key -> target).
-
-    Returns the accepted candidates, the rejections (with reasons) and the names
-    of unexpected entries, which are ignored.
-    """
-    results = read_results(staging)
-    triage = _dict(results.get("triage"))
+def collect(results: Mapping[str, Any], keys: Iterable[str]) -> tuple[list[Drafted], list[Rejected]]:
+    """Validate the drafts of a result document against the issued ``keys``; other keys are ignored."""
     drafts = _dict(results.get("drafts"))
-    staged: list[Staged] = []
+    accepted: list[Drafted] = []
     rejected: list[Rejected] = []
-    unexpected = sorted(name for name in os.listdir(staging)
-                        if name != RESULTS and not (name.endswith(".py") and name[:-3] in keys))
     for key in keys:
-        code = read_capped(staging / f"{key}.py", MAX_CANDIDATE_BYTES)
-        if code is None:
-            note = _dict(drafts.get(key))
-            reason = str(note.get("reason", "no draft staged (or not a regular file within the size cap)"))
+        note = _dict(drafts.get(key))
+        code = note.get("code")
+        if note.get("status") != "drafted" or not isinstance(code, str):
+            reason = str(note.get("reason", "") or "the sandbox reported no draft")
             rejected.append(Rejected(key, reason[:MAX_WITNESS]))
             continue
-        why = check_code(code)
+        data = code.encode("utf-8", errors="surrogatepass")
+        why = check_code(data)
         if why is not None:
             rejected.append(Rejected(key, why))
             continue
-        staged.append(Staged(key, code, parse_triage(triage.get(key))))
-    return staged, rejected, unexpected
+        accepted.append(Drafted(key, data))
+    return accepted, rejected
