@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mergegate import gitio
-from mergegate.drafter import backends, relay, sandbox, stage, surface
+from mergegate.drafter import backends, export, relay, sandbox, stage, surface
 from mergegate.drafter.channel import InfraError
 from mergegate.drafter.options import Limits, Mounts
 from mergegate.drafter.queue import Meta, now, put
@@ -84,7 +84,7 @@ def _workspace(tmp: Path, policy: Policy, top: Path, document: dict[str, Any],
     """The export of HEAD, the job (and candidates, read-only), and the empty result file."""
     for name in ("repo", "job"):
         (tmp / name).mkdir()
-    sandbox.export_head(policy, tmp / "repo", top)
+    export.export_head(policy, tmp / "repo", top)
     (tmp / "job" / "job.json").write_text(json.dumps(document))
     if candidates is not None:
         (tmp / "job" / "candidates").mkdir()
