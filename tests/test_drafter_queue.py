@@ -110,6 +110,21 @@ def test_accept_refuses_bytes_changed_since_they_were_queued(repo: Path) -> None
     assert git(repo, "status", "--porcelain", "--untracked-files=all").stdout == ""
 
 
+@pytest.mark.parametrize(("tests", "words"), [
+    ([f"test_{'n' * 295}"], "300 characters, over the limit of 80"),
+    ([f"test_{i}" for i in range(21)], "21 test functions, over the limit of 20"),
+])
+def test_accept_refuses_too_many_or_too_long_tests_before_writing_anything(repo: Path, tests: list[str],
+                                                                             words: str) -> None:
+    code = "".join(f"def {name}() -> None:\n    assert 1 + 1 == 2\n\n\n" for name in tests).encode()
+    cid = enqueue(repo, code)  # queued by an older gate, or by hand: accept checks again
+    proc = gate(repo, "queue", "accept", cid[:8], "--reviewed", check=2)
+    assert proc.stderr.count("\n") == 1 and words in proc.stderr and "reject it" in proc.stderr
+    assert "Traceback" not in proc.stderr and "File name too long" not in proc.stderr
+    assert git(repo, "status", "--porcelain", "--untracked-files=all").stdout == ""  # no stray catalog file
+    assert queue.entries(repo)[0].status == "pending"
+
+
 def test_accept_refuses_when_production_changes_are_staged(repo: Path) -> None:
     cid = enqueue(repo)
     write(repo, {"src/shop.py": SHOP + "# more\n"})

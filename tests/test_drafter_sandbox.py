@@ -183,12 +183,34 @@ def test_escape():
         pass
 ''',
     "fill_disk": '''
+import os
 def test_escape():
-    chunk = b"x" * 2 ** 20
-    with open("/staging/big.bin", "wb") as handle:
-        for _ in range(100):
-            handle.write(chunk)
-            handle.flush()
+    out, chunk = [], b"x" * 2 ** 20
+    try:
+        with open("/staging/big.bin", "wb") as handle:
+            for _ in range(100):
+                handle.write(chunk)
+                handle.flush()
+    except OSError as exc:
+        out.append("one file: " + str(exc))
+    try:
+        for i in range(100):
+            with open("/staging/part%d.bin" % i, "wb") as handle:
+                for _ in range(3):
+                    handle.write(chunk)
+    except OSError as exc:
+        out.append("bytes: " + str(exc))
+    for i in range(100):
+        try:
+            os.unlink("/staging/part%d.bin" % i)
+        except OSError:
+            pass
+    try:
+        for i in range(5000):
+            open("/staging/f%d" % i, "w").close()
+    except OSError as exc:
+        out.append("files: %d %s" % (i, exc))
+    raise AssertionError(" | ".join(out))
 ''',
 }
 
@@ -226,7 +248,11 @@ def test_escape_attempts_are_contained_and_reported(repo: Path, tmp_path: Path, 
     assert "timeout" in triage["fork_bomb"]["witness"]
     assert "MemoryError" in triage["allocate"]["witness"]
     assert "timeout" in triage["loop_forever"]["witness"]
-    assert "File too large" in triage["fill_disk"]["witness"]  # the fsize ulimit
+    disk = triage["fill_disk"]["witness"]
+    assert "one file: [Errno 27] File too large" in disk  # the fsize ulimit
+    assert "bytes: [Errno 28] No space left on device" in disk  # the tmpfs size
+    files = re.search(r"files: (\d+) \[Errno 28\]", disk)  # the tmpfs inode count
+    assert files is not None and int(files.group(1)) < 256, disk
     # Nothing written outside staging, and the key went nowhere but the model.
     assert not marker.exists()
     assert git(repo, "status", "--porcelain", "--ignored", "--", "src").stdout == ""

@@ -152,6 +152,15 @@ def test_select_by_module_function_or_path_and_max() -> None:
 GOOD = b"from hypothesis import given, strategies as st\n\n@given(st.integers())\ndef test_x(a):\n    assert a == a\n"
 
 
+def test_check_code_limits_the_number_and_length_of_tests() -> None:
+    many = "".join(f"def test_{i}():\n    assert True\n" for i in range(stage.MAX_TESTS + 1)).encode()
+    assert "over the limit of 20" in (stage.check_code(many) or "")
+    long = f"def test_{'x' * 300}():\n    assert True\n".encode()
+    assert "over the limit of 80" in (stage.check_code(long) or "")
+    twice = b"def test_a():\n    assert True\n\n\ndef test_a():\n    assert False\n"
+    assert "twice" in (stage.check_code(twice) or "")
+
+
 @pytest.mark.parametrize(("code", "words"), [
     (GOOD, None),
     (b"", "empty draft"),

@@ -25,6 +25,8 @@ MAX_CANDIDATE_BYTES = 64 * 1024
 MAX_RESULTS_BYTES = 4 * 1024 * 1024  # = the container's fsize ulimit
 MAX_WITNESS = 4000
 TRIAGE_RESULTS = ("pass", "fail", "error")
+MAX_TESTS = 20  # test functions per candidate: each becomes a catalog entry a person reads
+MAX_TEST_NAME = 80  # characters: the name goes into a catalog file name and a property id
 
 
 @dataclass(frozen=True)
@@ -93,8 +95,22 @@ def check_code(code: bytes) -> str | None:
     if line is not None:
         return (f"draft uses st.nothing() at line {line}: the drafter found no strategy for an argument, "
                 "so the property could never run an example")
-    if not any(isinstance(n, ast.FunctionDef) and n.name.startswith("test") for n in tree.body):
+    tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+    return test_limits(tests)
+
+
+def test_limits(tests: list[str]) -> str | None:
+    """Why these top-level test names cannot become catalog entries, or None.  Pure."""
+    if not tests:
         return "draft defines no top-level test_* function"
+    if len(tests) > MAX_TESTS:
+        return f"draft defines {len(tests)} test functions, over the limit of {MAX_TESTS} per candidate"
+    long = next((t for t in tests if len(t) > MAX_TEST_NAME), None)
+    if long is not None:
+        return (f"test name {long[:40]}... is {len(long)} characters, over the limit of {MAX_TEST_NAME}: "
+                "it would not fit a catalog file name")
+    if len(set(tests)) != len(tests):
+        return "draft defines a test function twice: only the last would run"
     return None
 
 
