@@ -9,8 +9,17 @@ from pathlib import Path
 import pytest
 
 from mergegate import catalog
-from mergegate.drafter import accept, image, stage, surface
-from mergegate.drafter.options import LABEL, LABEL_DEADLINE, SANDBOX_UID, Limits, Mounts, container_options
+from mergegate.drafter import accept, doctor, image, stage, surface
+from mergegate.drafter.options import (
+    LABEL,
+    LABEL_DEADLINE,
+    SANDBOX_UID,
+    Limits,
+    Mounts,
+    container_options,
+    denied_syscalls,
+    seccomp_profile,
+)
 from mergegate.drafter.pipeline import wall_clock
 from mergegate.errors import UsageError
 from mergegate.policy import Policy, parse
@@ -26,7 +35,10 @@ def test_container_options_hold_every_sandbox_rule() -> None:
     assert opts["network_mode"] == "none"
     assert opts["read_only"] is True
     assert opts["cap_drop"] == ["ALL"]
-    assert opts["security_opt"] == ["no-new-privileges"]
+    assert opts["security_opt"][0] == "no-new-privileges"
+    assert opts["security_opt"][1] == f"seccomp={seccomp_profile()}" and len(opts["security_opt"]) == 2
+    assert "runtime" not in opts
+    assert container_options("i", MOUNTS, limits, 0, runtime="runsc")["runtime"] == "runsc"
     assert opts["user"] == f"{SANDBOX_UID}:{SANDBOX_UID}" and SANDBOX_UID != 0
     assert opts["mem_limit"] == opts["memswap_limit"] == 512 * 2**20
     assert opts["nano_cpus"] == 1_500_000_000
@@ -52,6 +64,35 @@ def test_container_options_hold_every_sandbox_rule() -> None:
     writable = [t for t, (_, ro) in mounts.items() if not ro]
     assert writable == ["/out/result.json"]  # one file: nothing can be created next to it on the host
     assert not any(k for k in opts["environment"] if "KEY" in k or "TOKEN" in k)
+
+
+def test_our_seccomp_profile_denies_the_kernel_surface_a_test_never_needs() -> None:
+    profile = json.loads(seccomp_profile())
+    assert profile["defaultAction"] == "SCMP_ACT_ALLOW"
+    must = {"io_uring_setup", "io_uring_enter", "io_uring_register", "ptrace", "process_vm_readv", "keyctl",
+            "add_key", "request_key", "bpf", "userfaultfd", "perf_event_open", "kexec_load", "kexec_file_load",
+            "mount", "unshare", "setns", "pivot_root", "init_module", "open_by_handle_at"}
+    assert must <= denied_syscalls()
+    # Every ABI of the host: a 32-bit call cannot slip past a rule written for the 64-bit one.
+    assert {a["architecture"]: a["subArchitectures"] for a in profile["archMap"]}["SCMP_ARCH_X86_64"] == [
+        "SCMP_ARCH_X86", "SCMP_ARCH_X32"]
+    newuser = [r for r in profile["syscalls"] if r["names"] == ["clone"] and r["args"][0]["value"] == 0x10000000]
+    assert newuser and newuser[0]["action"] == "SCMP_ACT_ERRNO"
+
+
+def test_runtime_and_image_requirements_are_read_from_gate_yaml() -> None:
+    policy = parse("version: 1\ndrafter:\n  runtime: runsc\n  image_requirements: [\"attrs>=23\", \"idna\"]\n")
+    assert policy.drafter.runtime == "runsc" and policy.drafter.image_requirements == ("attrs>=23", "idna")
+    for bad, words in (("runtime: '../x'", "not a runtime name"),
+                       ("image_requirements: ['--index-url=x']", "requirement"),
+                       ("image_requirements: attrs", "a list")):
+        with pytest.raises(UsageError, match=words):
+            parse(f"version: 1\ndrafter:\n  {bad}\n")
+
+
+def test_uid_mapping_is_read_from_uid_map() -> None:
+    assert doctor.uid_mapping("0 0 4294967295", 10001).startswith("none (no user namespace")
+    assert doctor.uid_mapping("0 100000 65536", 10001).startswith("remapped (container uid 0 is host uid 100000")
 
 
 def test_no_relay_mount_without_a_model() -> None:

@@ -6,7 +6,10 @@ Nothing here talks to Docker; ``sandbox.py`` hands the dict to
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 LABEL = "mergegate.sandbox"
@@ -68,19 +71,32 @@ def mounts(paths: Mounts) -> list[dict[str, Any]]:
     return result
 
 
+@functools.cache
+def seccomp_profile() -> str:
+    """Our seccomp profile (``seccomp.json`` in this package), compact, as the Engine API takes it."""
+    text = resources.files("mergegate.drafter").joinpath("seccomp.json").read_text()
+    return json.dumps(json.loads(text), separators=(",", ":"))
+
+
+def denied_syscalls() -> set[str]:
+    """Every system call name the profile refuses outright (for ``doctor`` and the tests)."""
+    rules = json.loads(seccomp_profile())["syscalls"]
+    return {n for r in rules if r["action"] == "SCMP_ACT_ERRNO" and not r.get("args") for n in r["names"]}
+
+
 def sandbox_uid(host_uid: int) -> int:
     """Run as the caller's own uid when it is not root (its files stay its own), else as 10001."""
     return host_uid if host_uid != 0 else SANDBOX_UID
 
 
 def container_options(image: str, paths: Mounts, limits: Limits, deadline_epoch: float,
-                      uid: int = SANDBOX_UID) -> dict[str, Any]:
+                      uid: int = SANDBOX_UID, runtime: str | None = None) -> dict[str, Any]:
     """Every option of the sandbox container; see docs/drafter.md for the why of each."""
     if uid == 0:
         raise ValueError("the sandbox never runs as root")
     from docker.types import LogConfig, Mount, Ulimit
 
-    return {
+    options: dict[str, Any] = {
         "image": image,
         "command": ["python3", "-I", "-B", AGENT_PATH, "/job/job.json"],
         "user": f"{uid}:{uid}",
@@ -100,7 +116,7 @@ def container_options(image: str, paths: Mounts, limits: Limits, deadline_epoch:
         "mounts": [Mount(m["Target"], m["Source"], type="bind", read_only=m["ReadOnly"])
                    for m in mounts(paths)],
         "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges"],
+        "security_opt": ["no-new-privileges", f"seccomp={seccomp_profile()}"],
         "mem_limit": limits.mem_bytes,
         "memswap_limit": limits.mem_bytes,  # equal: no swap on top of the memory limit
         "nano_cpus": int(limits.cpus * 1e9),
@@ -117,3 +133,6 @@ def container_options(image: str, paths: Mounts, limits: Limits, deadline_epoch:
         "detach": True,
         "use_config_proxy": False,
     }
+    if runtime:  # e.g. gVisor's runsc; else the engine's default (runc)
+        options["runtime"] = runtime
+    return options

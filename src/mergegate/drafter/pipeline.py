@@ -134,13 +134,14 @@ def draft(top: Path, policy: Policy, request: Request, environ: Mapping[str, str
     client = sandbox.connect()
     image = policy.drafter.image
     sandbox.require_image(client, image)
+    sandbox.require_runtime(client, policy.drafter.runtime)
     with tempfile.TemporaryDirectory(prefix="gate-draft-", ignore_cleanup_errors=True) as tmp_name:
         tmp = Path(tmp_name)
         paths = _workspace(tmp, policy, top, job_document(backend, jobs, agent_limits))
         with _relay_for(backend, len(jobs)) as (sock, state):
             if sock is not None:
                 paths = replace(paths, relay_socket=sock)
-            outcome = sandbox.run(client, image, paths, limits)
+            outcome = sandbox.run(client, image, paths, limits, policy.drafter.runtime)
         _check_outcome(outcome, state, limits)
         by_key = {j.key: j for j in jobs}
         # The bytes are fixed here, as they leave the container; triage and the queue get these.
@@ -172,7 +173,8 @@ def triage(top: Path, policy: Policy, candidates: Mapping[str, bytes], triage_s:
     with tempfile.TemporaryDirectory(prefix="gate-triage-", ignore_cleanup_errors=True) as tmp_name:
         tmp = Path(tmp_name)
         paths = _workspace(tmp, policy, top, document, candidates)
-        _check_outcome(sandbox.run(client, policy.drafter.image, paths, limits), None, limits)
+        outcome = sandbox.run(client, policy.drafter.image, paths, limits, policy.drafter.runtime)
+        _check_outcome(outcome, None, limits)
         got = stage.read_results(Path(paths.out)).get("triage")
         raw = got if isinstance(got, dict) else {}
         return {key: stage.parse_triage(raw.get(key)) for key in candidates}

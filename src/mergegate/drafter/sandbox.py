@@ -88,14 +88,29 @@ def agent_path() -> Path:
 
 # ---------------------------------------------------------------- one run
 
-def run(client: Any, image: str, paths: Mounts, limits: Limits) -> Outcome:
+def require_runtime(client: Any, runtime: str | None) -> str:
+    """The runtime the sandbox will use; a configured one the engine does not know is a usage error."""
+    info = client.info()
+    known = sorted(info.get("Runtimes") or {})
+    if runtime is None:
+        return str(info.get("DefaultRuntime") or "runc")
+    if runtime not in known:
+        raise UsageError(f"drafter.runtime {runtime} is not registered with the Docker engine "
+                         f"(it has {', '.join(known) or 'none'})",
+                         "install it (gVisor: Debian package runsc, then `runsc install` and restart dockerd), "
+                         "or remove drafter.runtime from gate.yaml")
+    return runtime
+
+
+def run(client: Any, image: str, paths: Mounts, limits: Limits, runtime: str | None = None) -> Outcome:
     """Start the container, wait up to the wall clock, kill, remove.  Never raises half-way."""
     from docker.errors import APIError
 
     require_image(client, image)
+    require_runtime(client, runtime)
     sweep(client)
     options = container_options(image, paths, limits, time.time() + limits.wall_clock_s + 60,
-                                uid=sandbox_uid(os.getuid()))
+                                uid=sandbox_uid(os.getuid()), runtime=runtime)
     try:
         box = client.containers.create(**options)
     except APIError as exc:
