@@ -65,12 +65,15 @@ def test_ghostwriter_drafts_triages_and_queues(repo: Path) -> None:
     proc = gate(repo, "draft-props", "--json", check=0)
     report = json.loads(proc.stdout)
     by_target = {q["target"]: q for q in report["queued"]}
-    assert set(by_target) == {"calc.add", "calc.encode", "calc.decode"}
+    # encode/decode is a pair: one round-trip property, not two fuzz tests that assert nothing.
+    assert set(by_target) == {"calc.add", "calc.encode+calc.decode"}
     assert by_target["calc.add"]["triage"]["result"] == "pass"
-    decode = by_target["calc.decode"]["triage"]
-    assert decode["result"] == "fail" and "UnicodeDecodeError" in decode["witness"]
+    assert by_target["calc.encode+calc.decode"]["triage"]["result"] == "pass"
     assert [r["target"] for r in report["rejected"]] == ["calc.untyped"]
     assert "st.nothing()" in report["rejected"][0]["reason"]
+    roundtrip = next(m for m in queue_metas(repo) if m["target"] == "calc.encode+calc.decode")
+    code = (repo / ".gate/queue" / roundtrip["id"] / "candidate.py").read_text()
+    assert "def test_roundtrip_encode_decode" in code and "assert s == value1" in code
     metas = {m["target"]: m for m in queue_metas(repo)}
     add = metas["calc.add"]
     code = (repo / ".gate/queue" / add["id"] / "candidate.py").read_bytes()
@@ -166,6 +169,7 @@ def test_escape():
     "fork_bomb": '''
 import os
 def test_escape():
+    assert os.getpid() > 1
     while True:
         try:
             os.fork()
@@ -174,11 +178,13 @@ def test_escape():
 ''',
     "allocate": '''
 def test_escape():
+    assert True
     hog = bytearray(4 * 1024 ** 3)
     hog[-1] = 1
 ''',
     "loop_forever": '''
 def test_escape():
+    assert True
     while True:
         pass
 ''',
@@ -231,10 +237,13 @@ def test_escape_attempts_are_contained_and_reported(repo: Path, tmp_path: Path, 
     proc = gate(repo, "draft-props", "--drafter", "openai", "--target", "victim", "--triage-timeout", "5",
                 "--json", env=model_env(model), check=0)
     report = json.loads(proc.stdout)
+    # Queued with a failing triage, or not queued because it did not run: the witness says why.
     triage = {q["target"].split(".")[1]: q["triage"] for q in report["queued"]}
+    triage.update({r["target"].split(".")[1]: {"result": "not queued", "witness": r["reason"]}
+                   for r in report["rejected"]})
     assert set(triage) == set(ESCAPES), proc.stdout
     for name, result in triage.items():
-        assert result["result"] in ("fail", "error"), (name, result)
+        assert result["result"] in ("fail", "not queued"), (name, result)
         assert "DID " not in result["witness"], (name, result["witness"])
     assert triage["write_repo"]["witness"].count("refused") == 3
     assert triage["write_elsewhere"]["witness"].count("refused") == 6

@@ -139,17 +139,54 @@ def _describe(exc: BaseException) -> str:
 
 # ---------------------------------------------------------------- drafting
 
-def draft_ghostwriter(job: dict[str, Any]) -> dict[str, Any]:
+GHOSTWRITERS = ("magic", "roundtrip", "idempotent", "equivalent")
+TYPES_NAMES = ("NoneType", "EllipsisType", "NotImplementedType")
+
+
+def _resolve(module_name: str, qualname: str) -> Any:
     import importlib
 
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def add_missing_type_imports(code: str) -> str:
+    """Import ``NoneType`` (and its kin) from ``types`` where the ghostwriter used it unbound.
+
+    The ghostwriter can spell ``type(None)`` as ``NoneType`` in an annotation or strategy;
+    the test module then dies with ``NameError: name 'NoneType' is not defined``.
+    """
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    bound = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom | ast.Import) for a in n.names}
+    bound |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    missing = [name for name in TYPES_NAMES if name in used and name not in bound]
+    if not missing:
+        return code
+    lines = code.splitlines(keepends=True)
+    first = next((n.lineno - 1 for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)), 0)
+    lines.insert(first, f"from types import {', '.join(missing)}\n")
+    return "".join(lines)
+
+
+def draft_ghostwriter(job: dict[str, Any]) -> dict[str, Any]:
     from hypothesis.extra import ghostwriter
 
-    module = importlib.import_module(job["module"])
-    target: Any = module
-    for part in job["qualname"].split("."):
-        target = getattr(target, part)
-    code = ghostwriter.magic(target)
-    return {"status": "drafted", "code": code}
+    targets = job.get("targets") or [[job["module"], job["qualname"]]]
+    functions = [_resolve(module, qualname) for module, qualname in targets]
+    mode = str(job.get("mode")) if job.get("mode") in GHOSTWRITERS else "magic"
+    try:
+        code = getattr(ghostwriter, mode)(*functions)
+    except Exception:  # this writer does not fit these functions: let magic choose
+        code = ghostwriter.magic(*functions)
+    return {"status": "drafted", "code": add_missing_type_imports(code)}
 
 
 def _relay_post(body: bytes, timeout_s: float) -> tuple[int, bytes]:
@@ -230,7 +267,9 @@ def triage_one(path: str) -> dict[str, Any]:
     module = types.ModuleType("gate_candidate")
     module.__file__ = path
     sys.modules["gate_candidate"] = module
-    exec(compile(source, path, "exec"), module.__dict__)
+    # dont_inherit: the candidate runs as the module pytest would import, not under this file's
+    # ``from __future__ import annotations`` (which would hide a NameError in its annotations).
+    exec(compile(source, path, "exec", dont_inherit=True), module.__dict__)
     tests = _test_functions(module)
     if not tests:
         return {"result": "error", "witness": "no test function in the candidate", "tests": {}}

@@ -55,6 +55,20 @@ class Report:
     relay_refused: tuple[str, ...] = ()  # requests the relay refused (a candidate probing it)
 
 
+def not_worth_review(result: stage.Triage) -> str | None:
+    """Why a triaged candidate is not queued: it did not run.  Pure.
+
+    A pass or a fail is queued (advisory either way); an error means the candidate
+    never reached its assertions (a NameError, an import that fails, a crash).
+    """
+    if result.result == "error":
+        first = result.witness.strip().splitlines()[0][:200] if result.witness.strip() else "no detail"
+        return f"does not run: {first}"
+    if result.result == "not_run":
+        return "does not run: the sandbox reported no triage for it"
+    return None
+
+
 def job_document(backend: backends.Backend, jobs: list[backends.Job], limits: dict[str, Any]) -> dict[str, Any]:
     """The agent's job.json (pure)."""
     return {"mode": "draft", "backend": backend.name, "model": backend.model,
@@ -152,11 +166,15 @@ def draft(top: Path, policy: Policy, request: Request, environ: Mapping[str, str
     for item in drafted:
         job = by_key[item.key]
         result = verdicts[item.key]
+        why = not_worth_review(result)
+        if why is not None:
+            rejected.append(stage.Rejected(item.key, why))
+            continue
         meta = Meta(id=item.id, drafter=backend.name, model=backend.model, prompt_hash=job.prompt_hash,
-                    target=job.api.target, target_path=job.api.path, triage=result.to_json(), created_at=now())
-        queued.append(Queued(item.id, job.api.target, result, put(top, item.code, meta)))
+                    target=job.target, target_path=job.api.path, triage=result.to_json(), created_at=now())
+        queued.append(Queued(item.id, job.target, result, put(top, item.code, meta)))
     return Report(backend.name, backend.model, tuple(queued),
-                  tuple((by_key[r.key].api.target, r.reason) for r in rejected),
+                  tuple((by_key[r.key].target, r.reason) for r in rejected),
                   time.monotonic() - started, tuple(state.refused) if state is not None else ())
 
 

@@ -95,8 +95,32 @@ def check_code(code: bytes) -> str | None:
     if line is not None:
         return (f"draft uses st.nothing() at line {line}: the drafter found no strategy for an argument, "
                 "so the property could never run an example")
-    tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
-    return test_limits(tests)
+    tests = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+    return test_limits([t.name for t in tests]) or _asserts_nothing(tree, tests)
+
+
+def _checks(node: ast.AST, helpers: set[str]) -> bool:
+    """Whether ``node`` holds an assert or a raise, an ``assert*``/``raises``/``fail`` call, or an asserting helper."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assert | ast.Raise):
+            return True
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in helpers or name.startswith("assert") or name in ("raises", "fail"):
+                return True
+    return False
+
+
+def _asserts_nothing(tree: ast.Module, tests: list[ast.FunctionDef]) -> str | None:
+    """Why a test that asserts no relation makes the candidate not worth a review, or None."""
+    others = [n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("test")]
+    helpers = {n.name for n in others if _checks(n, set())}
+    idle = [t.name for t in tests if not _checks(t, helpers)]
+    if not idle:
+        return None
+    return (f"{', '.join(idle[:3])} asserts nothing: a test that only calls the code finds crashes, "
+            "not wrong answers, and is not worth a person's review")
 
 
 def test_limits(tests: list[str]) -> str | None:
