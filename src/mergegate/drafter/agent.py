@@ -43,8 +43,6 @@ OUT = "/out/result.json"
 PR_SET_DUMPABLE = 4
 RELAY_SOCKET = "/relay/model.sock"
 WITNESS_MAX = 4000
-# Hypothesis attaches one of these notes when the test body failed on a generated example.
-FAILED = re.compile(r"Falsifying example|Failing test case|distinct failures")
 FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
 
 
@@ -176,6 +174,70 @@ def add_missing_type_imports(code: str) -> str:
     return "".join(lines)
 
 
+def at_defaults(func: Any, first_type: Any = None) -> Any:
+    """``func`` as the ghostwriter should see it: its required parameters only (options stay at their
+    defaults), the first one narrowed to ``first_type`` when its annotation is a Union holding it.
+
+    The wrapper keeps the function's name, so the test the ghostwriter writes calls the real one.
+    """
+    import inspect
+    import typing
+
+    if not inspect.isfunction(func):
+        return func
+    try:
+        signature = inspect.signature(func)
+        hints = typing.get_type_hints(func)
+    except Exception:  # unresolvable annotations: leave the function as it is
+        return func
+    params = [p for p in signature.parameters.values()
+              if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if not params:
+        return func
+    annotations = {p.name: hints[p.name] for p in params if p.name in hints}
+    first = params[0].name
+    if first_type is not None and first_type in typing.get_args(annotations.get(first)):
+        annotations[first] = first_type
+        params[0] = params[0].replace(annotation=first_type)
+    if "return" in hints:
+        annotations["return"] = hints["return"]
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = annotations
+    del wrapper.__wrapped__
+    return wrapper
+
+
+def _shaped(mode: str, functions: list[Any]) -> list[Any]:
+    """The functions as handed to the ghostwriter: a round trip starts from what its inverse returns."""
+    import typing
+
+    if mode != "roundtrip" or len(functions) != 2:
+        return [at_defaults(f) for f in functions]
+    returns = []
+    for func in functions:
+        try:
+            returns.append(typing.get_type_hints(func).get("return"))
+        except Exception:
+            returns.append(None)
+    # The ghostwriter also draws the inverse's first argument and, under one name, joins both
+    # strategies: narrow both, and to the same type when the names meet.
+    import inspect
+
+    names = []
+    for func in functions:
+        try:
+            names.append(next(iter(inspect.signature(func).parameters), None))
+        except (TypeError, ValueError):
+            names.append(None)
+    second = returns[1] if names[0] is not None and names[0] == names[1] else returns[0]
+    return [at_defaults(functions[0], returns[1]), at_defaults(functions[1], second)]
+
+
 def draft_ghostwriter(job: dict[str, Any]) -> dict[str, Any]:
     from hypothesis.extra import ghostwriter
 
@@ -183,7 +245,8 @@ def draft_ghostwriter(job: dict[str, Any]) -> dict[str, Any]:
     functions = [_resolve(module, qualname) for module, qualname in targets]
     mode = str(job.get("mode")) if job.get("mode") in GHOSTWRITERS else "magic"
     try:
-        code = getattr(ghostwriter, mode)(*functions)
+        # Inputs the code refuses with ValueError (UnicodeError ...) are outside its domain, not failures.
+        code = getattr(ghostwriter, mode)(*_shaped(mode, functions), except_=ValueError)
     except Exception:  # this writer does not fit these functions: let magic choose
         code = ghostwriter.magic(*functions)
     return {"status": "drafted", "code": add_missing_type_imports(code)}
@@ -245,6 +308,13 @@ def _test_functions(module: types.ModuleType) -> list[tuple[str, Any]]:
             if name.startswith("test") and callable(obj) and getattr(obj, "__module__", "") == module.__name__]
 
 
+def _only_assertions(exc: BaseException) -> bool:
+    """Whether ``exc`` is an AssertionError, or a group (Hypothesis's distinct failures) of nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_assertions(e) for e in exc.exceptions)
+    return isinstance(exc, AssertionError)
+
+
 def _run_one(func: Any) -> dict[str, Any]:
     try:
         func()
@@ -253,8 +323,9 @@ def _run_one(func: Any) -> dict[str, Any]:
             return {"result": "error", "witness": _describe(exc)}
         notes = "\n".join(getattr(exc, "__notes__", ()) or ())
         witness = (_describe(exc) + ("\n" + notes if notes and notes not in _describe(exc) else ""))
-        # An assertion that does not hold is a failure; anything else means the candidate did not run.
-        kind = "fail" if isinstance(exc, AssertionError) or FAILED.search(witness) else "error"
+        # An assertion that does not hold is a failure; any other exception means the relation was never
+        # checked (the candidate fed the code inputs it refuses, or did not run at all).
+        kind = "fail" if _only_assertions(exc) else "error"
         return {"result": kind, "witness": witness[:WITNESS_MAX]}
     return {"result": "pass"}
 

@@ -20,8 +20,9 @@ INVERSES = (("encode", "decode"), ("dumps", "loads"), ("dump", "load"), ("serial
             ("serialise", "deserialise"), ("compress", "decompress"), ("encrypt", "decrypt"), ("pack", "unpack"),
             ("quote", "unquote"), ("escape", "unescape"), ("marshal", "unmarshal"), ("format", "parse"),
             ("to_", "from_"), ("wrap", "unwrap"), ("encode", "parse"), ("render", "parse"))
-IDEMPOTENT = re.compile(r"normali[sz]e|canonical|saniti[sz]e|strip|dedent|clean|sort|unique|dedupe|simplify|"
-                        r"flatten|lower|upper|casefold|slugify|squash|collapse|trim|absolute|^abs$")
+IDEMPOTENT = re.compile(r"(normali[sz]e|canonicali[sz]e|canonical|saniti[sz]e|strip|dedent|clean|sort|sorted|unique|"
+                        r"dedupe|simplify|flatten|lower|upper|casefold|slugify|squash|collapse|trim|absolute|abs)"
+                        r"(_(?!key$|lt$|eq$|ne$|le$|ge$|gt$)[a-z0-9_]*)?")
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def plan(apis: Sequence[Api]) -> list[Plan]:
         elif twins:
             used.add(twins[0].target)
             plans.append(Plan("equivalent", (api, twins[0])))
-        elif IDEMPOTENT.search(api.qualname.lower()):
+        elif IDEMPOTENT.fullmatch(api.qualname.lower()):
             plans.append(Plan("idempotent", (api,)))
         else:
             plans.append(Plan("magic", (api,)))
