@@ -62,7 +62,7 @@ def test_list_show_reject(repo: Path) -> None:
                                                                     "pat@example.com")
     assert "no pending candidates" in gate(repo, "queue", "list", check=0).stdout
     assert "rejected" in gate(repo, "queue", "list", "--all", check=0).stdout
-    assert "already rejected" in gate(repo, "queue", "accept", cid[:8], check=2).stderr
+    assert "already rejected" in gate(repo, "queue", "accept", cid[:8], "--reviewed", check=2).stderr
     assert git(repo, "status", "--porcelain").stdout == ""
 
 
@@ -76,7 +76,7 @@ def test_bad_ids(repo: Path) -> None:
 def test_accept_is_refused_in_an_agents_environment(repo: Path, who: str) -> None:
     cid = enqueue(repo)
     env = {"GATE_AGENT": "1"} if who == "env" else AGENT
-    proc = gate(repo, "queue", "accept", cid[:8], env=env, check=1)
+    proc = gate(repo, "queue", "accept", cid[:8], "--reviewed", env=env, check=1)
     assert "accept refused" in proc.stdout and "only a person" in proc.stdout
     assert git(repo, "status", "--porcelain").stdout == ""
     assert json.loads(gate(repo, "queue", "show", cid, "--json", check=0).stdout)["meta"]["status"] == "pending"
@@ -84,20 +84,57 @@ def test_accept_is_refused_in_an_agents_environment(repo: Path, who: str) -> Non
 
 def test_accept_refuses_a_failed_triage_without_force(repo: Path) -> None:
     cid = enqueue(repo, result="fail")
-    assert "did not pass triage" in gate(repo, "queue", "accept", cid[:8], check=2).stderr
-    gate(repo, "queue", "accept", cid[:8], "--force", check=0)
+    assert "did not pass triage" in gate(repo, "queue", "accept", cid[:8], "--reviewed", check=2).stderr
+    gate(repo, "queue", "accept", cid[:8], "--reviewed", "--force", check=0)
+
+
+def test_a_triage_pass_never_waives_a_persons_review(repo: Path) -> None:
+    cid = enqueue(repo, result="pass")  # a pass the candidate itself may have forged
+    for extra in ((), ("--force",)):
+        proc = gate(repo, "queue", "accept", cid[:8], *extra, check=2)
+        assert "needs a person's review whatever triage said" in proc.stderr and "--reviewed" in proc.stderr
+    assert queue.entries(repo)[0].status == "pending"
+    assert git(repo, "status", "--porcelain").stdout == ""
+
+
+def test_accept_refuses_bytes_changed_since_they_were_queued(repo: Path) -> None:
+    cid = enqueue(repo)
+    stored = repo / ".gate" / "queue" / cid / "candidate.py"
+    stored.chmod(0o644)
+    stored.write_bytes(CANDIDATE + b"\nimport os\nos.system('id')\n")
+    assert "DOES NOT match its id" in gate(repo, "queue", "show", cid[:8], check=0).stdout
+    proc = gate(repo, "queue", "accept", cid[:8], "--reviewed", check=3)
+    assert proc.stderr.count("\n") == 1 and "changed since it was queued" in proc.stderr
+    assert str(stored) in proc.stderr
+    assert queue.entries(repo)[0].status == "pending"
+    assert git(repo, "status", "--porcelain", "--untracked-files=all").stdout == ""
+
+
+@pytest.mark.parametrize(("tests", "words"), [
+    ([f"test_{'n' * 295}"], "300 characters, over the limit of 80"),
+    ([f"test_{i}" for i in range(21)], "21 test functions, over the limit of 20"),
+])
+def test_accept_refuses_too_many_or_too_long_tests_before_writing_anything(repo: Path, tests: list[str],
+                                                                             words: str) -> None:
+    code = "".join(f"def {name}() -> None:\n    assert 1 + 1 == 2\n\n\n" for name in tests).encode()
+    cid = enqueue(repo, code)  # queued by an older gate, or by hand: accept checks again
+    proc = gate(repo, "queue", "accept", cid[:8], "--reviewed", check=2)
+    assert proc.stderr.count("\n") == 1 and words in proc.stderr and "reject it" in proc.stderr
+    assert "Traceback" not in proc.stderr and "File name too long" not in proc.stderr
+    assert git(repo, "status", "--porcelain", "--untracked-files=all").stdout == ""  # no stray catalog file
+    assert queue.entries(repo)[0].status == "pending"
 
 
 def test_accept_refuses_when_production_changes_are_staged(repo: Path) -> None:
     cid = enqueue(repo)
     write(repo, {"src/shop.py": SHOP + "# more\n"})
     git(repo, "add", "src/shop.py")
-    assert "non-oracle changes" in gate(repo, "queue", "accept", cid[:8], check=2).stderr
+    assert "non-oracle changes" in gate(repo, "queue", "accept", cid[:8], "--reviewed", check=2).stderr
 
 
 def test_accept_installs_read_only_catalogs_signs_and_stages_oracle_only(repo: Path) -> None:
     cid = enqueue(repo)
-    out = gate(repo, "queue", "accept", cid[:8], check=0).stdout
+    out = gate(repo, "queue", "accept", cid[:8], "--reviewed", check=0).stdout
     rel = f"oracles/properties/test_shop_total_{cid[:8]}.py"
     assert rel in out
     installed = repo / rel
@@ -121,7 +158,7 @@ def test_accept_installs_read_only_catalogs_signs_and_stages_oracle_only(repo: P
 def test_concurrent_accepts_install_once(repo: Path) -> None:
     cid = enqueue(repo)
     with ThreadPoolExecutor(4) as pool:
-        procs = list(pool.map(lambda _: gate(repo, "queue", "accept", cid[:8]), range(4)))
+        procs = list(pool.map(lambda _: gate(repo, "queue", "accept", cid[:8], "--reviewed"), range(4)))
     assert sorted(p.returncode for p in procs) == [0, 2, 2, 2]
     assert sum("already accepted" in p.stderr for p in procs) == 3
 
@@ -150,7 +187,7 @@ def hooked(tmp_path: Path, hook_repo: tuple[str, str]) -> Path:  # noqa: F811
 @pytest.mark.slow
 def test_accepted_candidate_commits_through_pre_commit_as_oracle_only(hooked: Path) -> None:
     cid = enqueue(hooked)
-    gate(hooked, "queue", "accept", cid[:8], check=0)
+    gate(hooked, "queue", "accept", cid[:8], "--reviewed", check=0)
     # The hooks are live: the same change mixed with production code is refused.
     write(hooked, {"src/shop.py": SHOP + "# sneak\n"})
     git(hooked, "add", "src/shop.py")
@@ -172,7 +209,7 @@ def test_accepted_candidate_commits_through_pre_commit_as_oracle_only(hooked: Pa
 
 def test_an_accepted_candidate_runs_under_the_gates_runner(repo: Path, tmp_path: Path) -> None:
     cid = enqueue(repo)
-    gate(repo, "queue", "accept", cid[:8], check=0)
+    gate(repo, "queue", "accept", cid[:8], "--reviewed", check=0)
     git(repo, "commit", "-q", "--no-verify", "-m", "oracle: accept")
     out = tmp_path / "run.jsonl"
     gate(repo, "run", "--rev", "HEAD", "--out", str(out), check=0)

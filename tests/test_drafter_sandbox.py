@@ -65,12 +65,15 @@ def test_ghostwriter_drafts_triages_and_queues(repo: Path) -> None:
     proc = gate(repo, "draft-props", "--json", check=0)
     report = json.loads(proc.stdout)
     by_target = {q["target"]: q for q in report["queued"]}
-    assert set(by_target) == {"calc.add", "calc.encode", "calc.decode"}
+    # encode/decode is a pair: one round-trip property, not two fuzz tests that assert nothing.
+    assert set(by_target) == {"calc.add", "calc.encode+calc.decode"}
     assert by_target["calc.add"]["triage"]["result"] == "pass"
-    decode = by_target["calc.decode"]["triage"]
-    assert decode["result"] == "fail" and "UnicodeDecodeError" in decode["witness"]
+    assert by_target["calc.encode+calc.decode"]["triage"]["result"] == "pass"
     assert [r["target"] for r in report["rejected"]] == ["calc.untyped"]
     assert "st.nothing()" in report["rejected"][0]["reason"]
+    roundtrip = next(m for m in queue_metas(repo) if m["target"] == "calc.encode+calc.decode")
+    code = (repo / ".gate/queue" / roundtrip["id"] / "candidate.py").read_text()
+    assert "def test_roundtrip_encode_decode" in code and "assert s == value1" in code
     metas = {m["target"]: m for m in queue_metas(repo)}
     add = metas["calc.add"]
     code = (repo / ".gate/queue" / add["id"] / "candidate.py").read_bytes()
@@ -166,6 +169,7 @@ def test_escape():
     "fork_bomb": '''
 import os
 def test_escape():
+    assert os.getpid() > 1
     while True:
         try:
             os.fork()
@@ -174,21 +178,45 @@ def test_escape():
 ''',
     "allocate": '''
 def test_escape():
+    assert True
     hog = bytearray(4 * 1024 ** 3)
     hog[-1] = 1
 ''',
     "loop_forever": '''
 def test_escape():
+    assert True
     while True:
         pass
 ''',
     "fill_disk": '''
+import os
 def test_escape():
-    chunk = b"x" * 2 ** 20
-    with open("/staging/big.bin", "wb") as handle:
-        for _ in range(100):
-            handle.write(chunk)
-            handle.flush()
+    out, chunk = [], b"x" * 2 ** 20
+    try:
+        with open("/staging/big.bin", "wb") as handle:
+            for _ in range(100):
+                handle.write(chunk)
+                handle.flush()
+    except OSError as exc:
+        out.append("one file: " + str(exc))
+    try:
+        for i in range(100):
+            with open("/staging/part%d.bin" % i, "wb") as handle:
+                for _ in range(3):
+                    handle.write(chunk)
+    except OSError as exc:
+        out.append("bytes: " + str(exc))
+    for i in range(100):
+        try:
+            os.unlink("/staging/part%d.bin" % i)
+        except OSError:
+            pass
+    try:
+        for i in range(5000):
+            open("/staging/f%d" % i, "w").close()
+    except OSError as exc:
+        out.append("files: %d %s" % (i, exc))
+    raise AssertionError(" | ".join(out))
 ''',
 }
 
@@ -209,29 +237,37 @@ def test_escape_attempts_are_contained_and_reported(repo: Path, tmp_path: Path, 
     proc = gate(repo, "draft-props", "--drafter", "openai", "--target", "victim", "--triage-timeout", "5",
                 "--json", env=model_env(model), check=0)
     report = json.loads(proc.stdout)
+    # Queued with a failing triage, or not queued because it did not run: the witness says why.
     triage = {q["target"].split(".")[1]: q["triage"] for q in report["queued"]}
+    triage.update({r["target"].split(".")[1]: {"result": "not queued", "witness": r["reason"]}
+                   for r in report["rejected"]})
     assert set(triage) == set(ESCAPES), proc.stdout
     for name, result in triage.items():
-        assert result["result"] in ("fail", "error"), (name, result)
+        assert result["result"] in ("fail", "not queued"), (name, result)
         assert "DID " not in result["witness"], (name, result["witness"])
     assert triage["write_repo"]["witness"].count("refused") == 3
     assert triage["write_elsewhere"]["witness"].count("refused") == 6
     sock = triage["open_socket"]["witness"]
     assert "refused tcp host" in sock and "refused tcp internet" in sock and "refused dns" in sock
-    assert "refused relay" in sock and "429" in sock  # the relay's request cap
-    assert report["relay_refused"] == ["at most 8 requests per run"]
+    # Triage runs in a container of its own, with no relay socket at all.
+    assert "refused relay: FileNotFoundError" in sock
+    assert report["relay_refused"] == []
     key = triage["read_key"]["witness"]
     assert "GATE_DRAFTER_API_KEY" not in key and "KEYLIKE=[]" in key
     assert "timeout" in triage["fork_bomb"]["witness"]
     assert "MemoryError" in triage["allocate"]["witness"]
     assert "timeout" in triage["loop_forever"]["witness"]
-    assert "File too large" in triage["fill_disk"]["witness"]  # the fsize ulimit
+    disk = triage["fill_disk"]["witness"]
+    assert "one file: [Errno 27] File too large" in disk  # the fsize ulimit
+    assert "bytes: [Errno 28] No space left on device" in disk  # the tmpfs size
+    files = re.search(r"files: (\d+) \[Errno 28\]", disk)  # the tmpfs inode count
+    assert files is not None and int(files.group(1)) < 256, disk
     # Nothing written outside staging, and the key went nowhere but the model.
     assert not marker.exists()
     assert git(repo, "status", "--porcelain", "--ignored", "--", "src").stdout == ""
     assert git(repo, "rev-parse", "HEAD").stdout == head_before
     assert hashlib.sha256(sandbox.agent_path().read_bytes()).hexdigest() == agent_before
-    assert report["unexpected"] == ["big.bin", "leak.txt"]  # seen, reported, never queued
+    assert "unexpected" not in report  # staging is the container's own tmpfs: nothing of it reaches the host
     everything = proc.stdout + proc.stderr + "".join(p.read_text() for p in (repo / ".gate").rglob("*") if p.is_file())
     assert KEY not in everything
     assert [r["path"] for r in model.requests] == ["/v1/chat/completions"] * len(ESCAPES)

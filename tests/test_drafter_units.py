@@ -9,14 +9,23 @@ from pathlib import Path
 import pytest
 
 from mergegate import catalog
-from mergegate.drafter import accept, image, stage, surface
-from mergegate.drafter.options import LABEL, LABEL_DEADLINE, SANDBOX_UID, Limits, Mounts, container_options
+from mergegate.drafter import accept, doctor, image, stage, surface
+from mergegate.drafter.options import (
+    LABEL,
+    LABEL_DEADLINE,
+    SANDBOX_UID,
+    Limits,
+    Mounts,
+    container_options,
+    denied_syscalls,
+    seccomp_profile,
+)
 from mergegate.drafter.pipeline import wall_clock
 from mergegate.errors import UsageError
 from mergegate.policy import Policy, parse
 from tests.helpers import commit, gate, init_repo
 
-MOUNTS = Mounts(repo="/h/repo", staging="/h/staging", job="/h/job", agent="/h/agent.py", relay_socket="/h/r.sock")
+MOUNTS = Mounts(repo="/h/repo", job="/h/job", agent="/h/agent.py", out="/h/result.json", relay_socket="/h/r.sock")
 
 
 def test_container_options_hold_every_sandbox_rule() -> None:
@@ -26,7 +35,10 @@ def test_container_options_hold_every_sandbox_rule() -> None:
     assert opts["network_mode"] == "none"
     assert opts["read_only"] is True
     assert opts["cap_drop"] == ["ALL"]
-    assert opts["security_opt"] == ["no-new-privileges"]
+    assert opts["security_opt"][0] == "no-new-privileges"
+    assert opts["security_opt"][1] == f"seccomp={seccomp_profile()}" and len(opts["security_opt"]) == 2
+    assert "runtime" not in opts
+    assert container_options("i", MOUNTS, limits, 0, runtime="runsc")["runtime"] == "runsc"
     assert opts["user"] == f"{SANDBOX_UID}:{SANDBOX_UID}" and SANDBOX_UID != 0
     assert opts["mem_limit"] == opts["memswap_limit"] == 512 * 2**20
     assert opts["nano_cpus"] == 1_500_000_000
@@ -36,6 +48,9 @@ def test_container_options_hold_every_sandbox_rule() -> None:
     assert opts["init"] is True
     assert opts["log_config"]["Config"] == {"max-size": "1m", "max-file": "1"}
     assert opts["tmpfs"]["/tmp"].startswith("rw,noexec,nosuid,nodev,size=")
+    staging = opts["tmpfs"]["/staging"].split(",")  # scratch space: bounded in bytes and in files
+    assert {"rw", "noexec", "nosuid", "nodev", f"size={Limits().staging_bytes}", "nr_inodes=256",
+            f"uid={SANDBOX_UID}"} <= set(staging)
     assert opts["environment"]["HOME"].startswith("/tmp/")
     assert opts["environment"]["HYPOTHESIS_STORAGE_DIRECTORY"].startswith("/tmp/")
     assert opts["labels"] == {LABEL: "1", LABEL_DEADLINE: "1234"}
@@ -44,15 +59,44 @@ def test_container_options_hold_every_sandbox_rule() -> None:
     mounts = {m["Target"]: (m["Source"], m["ReadOnly"]) for m in opts["mounts"]}
     assert mounts == {
         "/repo": ("/h/repo", True), "/job": ("/h/job", True), "/opt/gate/agent.py": ("/h/agent.py", True),
-        "/staging": ("/h/staging", False), "/relay/model.sock": ("/h/r.sock", True),
+        "/out/result.json": ("/h/result.json", False), "/relay/model.sock": ("/h/r.sock", True),
     }
     writable = [t for t, (_, ro) in mounts.items() if not ro]
-    assert writable == ["/staging"]
+    assert writable == ["/out/result.json"]  # one file: nothing can be created next to it on the host
     assert not any(k for k in opts["environment"] if "KEY" in k or "TOKEN" in k)
 
 
+def test_our_seccomp_profile_denies_the_kernel_surface_a_test_never_needs() -> None:
+    profile = json.loads(seccomp_profile())
+    assert profile["defaultAction"] == "SCMP_ACT_ALLOW"
+    must = {"io_uring_setup", "io_uring_enter", "io_uring_register", "ptrace", "process_vm_readv", "keyctl",
+            "add_key", "request_key", "bpf", "userfaultfd", "perf_event_open", "kexec_load", "kexec_file_load",
+            "mount", "unshare", "setns", "pivot_root", "init_module", "open_by_handle_at"}
+    assert must <= denied_syscalls()
+    # Every ABI of the host: a 32-bit call cannot slip past a rule written for the 64-bit one.
+    assert {a["architecture"]: a["subArchitectures"] for a in profile["archMap"]}["SCMP_ARCH_X86_64"] == [
+        "SCMP_ARCH_X86", "SCMP_ARCH_X32"]
+    newuser = [r for r in profile["syscalls"] if r["names"] == ["clone"] and r["args"][0]["value"] == 0x10000000]
+    assert newuser and newuser[0]["action"] == "SCMP_ACT_ERRNO"
+
+
+def test_runtime_and_image_requirements_are_read_from_gate_yaml() -> None:
+    policy = parse("version: 1\ndrafter:\n  runtime: runsc\n  image_requirements: [\"attrs>=23\", \"idna\"]\n")
+    assert policy.drafter.runtime == "runsc" and policy.drafter.image_requirements == ("attrs>=23", "idna")
+    for bad, words in (("runtime: '../x'", "not a runtime name"),
+                       ("image_requirements: ['--index-url=x']", "requirement"),
+                       ("image_requirements: attrs", "a list")):
+        with pytest.raises(UsageError, match=words):
+            parse(f"version: 1\ndrafter:\n  {bad}\n")
+
+
+def test_uid_mapping_is_read_from_uid_map() -> None:
+    assert doctor.uid_mapping("0 0 4294967295", 10001).startswith("none (no user namespace")
+    assert doctor.uid_mapping("0 100000 65536", 10001).startswith("remapped (container uid 0 is host uid 100000")
+
+
 def test_no_relay_mount_without_a_model() -> None:
-    opts = container_options("i", Mounts("/r", "/s", "/j", "/a"), Limits(), 0)
+    opts = container_options("i", Mounts("/r", "/j", "/a", "/o"), Limits(), 0)
     assert all(not m["Target"].startswith("/relay") for m in opts["mounts"])
 
 
@@ -149,6 +193,15 @@ def test_select_by_module_function_or_path_and_max() -> None:
 GOOD = b"from hypothesis import given, strategies as st\n\n@given(st.integers())\ndef test_x(a):\n    assert a == a\n"
 
 
+def test_check_code_limits_the_number_and_length_of_tests() -> None:
+    many = "".join(f"def test_{i}():\n    assert True\n" for i in range(stage.MAX_TESTS + 1)).encode()
+    assert "over the limit of 20" in (stage.check_code(many) or "")
+    long = f"def test_{'x' * 300}():\n    assert True\n".encode()
+    assert "over the limit of 80" in (stage.check_code(long) or "")
+    twice = b"def test_a():\n    assert True\n\n\ndef test_a():\n    assert False\n"
+    assert "twice" in (stage.check_code(twice) or "")
+
+
 @pytest.mark.parametrize(("code", "words"), [
     (GOOD, None),
     (b"", "empty draft"),
@@ -165,40 +218,40 @@ def test_check_code(code: bytes, words: str | None) -> None:
     assert (reason is None) if words is None else (reason is not None and words in reason)
 
 
-def test_collect_reads_only_regular_files_the_host_asked_for(tmp_path: Path) -> None:
-    staging = tmp_path / "staging"
-    staging.mkdir()
-    secret = tmp_path / "host-secret.txt"
-    secret.write_text("def test_secret(): pass\n")
-    (staging / "c000.py").write_bytes(GOOD)
-    os.symlink(secret, staging / "c001.py")  # a symlink out of staging: never followed
-    os.mkfifo(staging / "c002.py")  # a FIFO: would block a naive reader
-    (staging / "c003.py").write_bytes(GOOD.replace(b"st.integers()", b"st.nothing()"))
-    (staging / "evil.sh").write_text("rm -rf /")
-    (staging / "results.json").write_text(json.dumps({
-        "triage": {"c000": {"result": "pass", "tests": {"test_x": "pass"}, "elapsed_s": 0.1, "witness": ""},
-                   "c003": {"result": "admit"}},
-        "drafts": {"c004": {"status": "error", "reason": "ImportError: no module x"}},
-    }))
-    keys = {f"c00{i}": f"t{i}" for i in range(5)}
-    staged, rejected, unexpected = stage.collect(staging, keys)
-    assert [(s.key, s.triage.result, s.triage.tests) for s in staged] == [("c000", "pass", (("test_x", "pass"),))]
-    assert staged[0].id == __import__("hashlib").sha256(GOOD).hexdigest()
+def test_collect_takes_only_the_drafts_the_host_asked_for() -> None:
+    results = {"drafts": {
+        "c000": {"status": "drafted", "code": GOOD.decode()},
+        "c001": {"status": "drafted", "code": 42},
+        "c002": {"status": "drafted", "code": "def test_x(): pass\n\ud800"},  # not UTF-8 once encoded
+        "c003": {"status": "drafted", "code": GOOD.decode().replace("st.integers()", "st.nothing()")},
+        "c004": {"status": "error", "reason": "ImportError: no module x"},
+        "c999": {"status": "drafted", "code": GOOD.decode()},  # never issued: ignored
+    }}
+    drafted, rejected = stage.collect(results, [f"c00{i}" for i in range(6)])
+    assert [(d.key, d.code) for d in drafted] == [("c000", GOOD)]
+    assert drafted[0].id == __import__("hashlib").sha256(GOOD).hexdigest()
     reasons = dict((r.key, r.reason) for r in rejected)
-    assert set(reasons) == {"c001", "c002", "c003", "c004"}
+    assert set(reasons) == {"c001", "c002", "c003", "c004", "c005"}
     assert "st.nothing()" in reasons["c003"] and "ImportError" in reasons["c004"]
-    assert unexpected == ["evil.sh"]
+    assert "does not parse" in reasons["c002"] and "no draft" in reasons["c005"]
+
+
+def test_the_result_file_is_read_only_as_a_capped_regular_file(tmp_path: Path) -> None:
+    secret = tmp_path / "host-secret.json"
+    secret.write_text(json.dumps({"drafts": {}}))
+    os.symlink(secret, tmp_path / "link.json")  # never followed
+    os.mkfifo(tmp_path / "fifo.json")  # would block a naive reader
+    (tmp_path / "big.json").write_bytes(b" " * (stage.MAX_RESULTS_BYTES + 1))
+    (tmp_path / "list.json").write_text("[]")
+    for name in ("link.json", "fifo.json", "big.json", "list.json", "absent.json"):
+        assert stage.read_results(tmp_path / name) == {}
+    assert stage.read_results(secret) == {"drafts": {}}
 
 
 def test_a_forged_triage_record_is_sanitised() -> None:
     assert stage.parse_triage({"result": "admit"}).result == "not_run"
     got = stage.parse_triage({"result": "fail", "witness": "w" * 10_000, "tests": {"t": "fail"}, "elapsed_s": "x"})
     assert got.result == "fail" and len(got.witness) == stage.MAX_WITNESS and got.elapsed_s == 0.0
-
-
-def test_oversized_results_are_ignored(tmp_path: Path) -> None:
-    (tmp_path / "results.json").write_bytes(b" " * (stage.MAX_RESULTS_BYTES + 1))
-    assert stage.read_results(tmp_path) == {}
 
 
 # ---------------------------------------------------------------- install helpers

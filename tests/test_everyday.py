@@ -49,7 +49,7 @@ def test_uninstall_names_the_pre_commit_config(repo: Path) -> None:
 
 def test_queue_state_follows_the_index(repo: Path) -> None:
     cid = enqueue(repo)
-    gate(repo, "queue", "accept", cid[:8], check=0)
+    gate(repo, "queue", "accept", cid[:8], "--reviewed", check=0)
     assert re.search(rf"{cid[:12]}\s+accepted", gate(repo, "queue", "list", "--all", check=0).stdout)
     # A person drops the staged change: the queue no longer claims it was accepted.
     git(repo, "reset", "-q", "--hard")
@@ -61,7 +61,7 @@ def test_queue_state_follows_the_index(repo: Path) -> None:
 
 def test_queue_state_accepted_once_committed(repo: Path) -> None:
     cid = enqueue(repo)
-    gate(repo, "queue", "accept", cid[:8], check=0)
+    gate(repo, "queue", "accept", cid[:8], "--reviewed", check=0)
     git(repo, "commit", "-q", "--no-verify", "-m", "oracle: accept")
     assert re.search(rf"{cid[:12]}\s+accepted", gate(repo, "queue", "list", "--all", check=0).stdout)
 

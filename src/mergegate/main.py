@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from mergegate import __version__
+from mergegate import __version__, textsafe
 from mergegate.errors import EXIT_INTERNAL, EXIT_USAGE, GateError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (4 ms on the hook path)
@@ -111,7 +111,7 @@ def _dispatch(argv: list[str]) -> int:
         code: int = module.run(args)
         return code
     except GateError as exc:
-        print(f"gate {args.command}: {exc.render()}", file=sys.stderr)
+        print(f"gate {args.command}: {textsafe.line(exc.render())}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"gate {args.command}: interrupted", file=sys.stderr)

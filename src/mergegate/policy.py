@@ -98,6 +98,8 @@ class Drafter:
     api_key_env: str = "GATE_DRAFTER_API_KEY"
     timeout_s: float = 60.0
     max_candidates: int = 20
+    runtime: str | None = None  # the engine's OCI runtime for the sandbox, e.g. runsc (gVisor)
+    image_requirements: tuple[str, ...] = ()  # extra packages baked into the sandbox image at build time
 
 
 @dataclass(frozen=True)
@@ -322,6 +324,17 @@ def _drafter(doc: yamlio.Doc, raw: Any) -> Drafter:
                 raise doc.error(("drafter", key), f"{key} must be positive", "write a positive number")
     if "max_candidates" in values:
         yamlio.expect(doc, ("drafter", "max_candidates"), values["max_candidates"], int, "a whole number")
+    if values.get("runtime") is not None:
+        runtime = yamlio.expect(doc, ("drafter", "runtime"), values["runtime"], str, "a runtime name")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", runtime):
+            raise doc.error(("drafter", "runtime"), f"{runtime!r} is not a runtime name", "write e.g. runsc")
+    if "image_requirements" in values:
+        reqs = yamlio.expect(doc, ("drafter", "image_requirements"), values["image_requirements"], list,
+                             "a list of requirement strings")
+        if not all(isinstance(r, str) and r.strip() and not r.startswith("-") for r in reqs):
+            raise doc.error(("drafter", "image_requirements"), "every entry must be a requirement like 'attrs>=23'",
+                            "write e.g. image_requirements: [\"attrs>=23\"]")
+        values["image_requirements"] = tuple(reqs)
     return Drafter(**values)
 
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 
-from mergegate import gitio, repo
+from mergegate import gitio, repo, textsafe
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -31,12 +30,11 @@ def run(args: argparse.Namespace) -> int:
     request = pipeline.Request(args.drafter, tuple(args.target), args.max_n, args.triage_timeout, args.wall_clock)
     report = pipeline.draft(top, policy, request, os.environ)
     if args.json:
-        print(json.dumps({
+        print(textsafe.dumps({
             "drafter": report.backend, "model": report.model, "seconds": round(report.seconds, 3),
             "queued": [{"id": q.id, "target": q.target, "new": q.new, "triage": q.triage.to_json()}
                        for q in report.queued],
             "rejected": [{"target": t, "reason": r} for t, r in report.rejected],
-            "unexpected": list(report.unexpected),
             "relay_refused": list(report.relay_refused),
         }, indent=2))
         return 0
@@ -45,13 +43,12 @@ def run(args: argparse.Namespace) -> int:
     for q in report.queued:
         witness = q.triage.witness.splitlines()[0][:100] if q.triage.witness else ""
         state = "queued  " if q.new else "known   "
-        print(f"{state} {q.id[:12]}  {q.target}  triage {q.triage.result}" + (f": {witness}" if witness else ""))
+        print(textsafe.line(f"{state} {q.id[:12]}  {q.target}  triage {q.triage.result}"
+                            + (f": {witness}" if witness else "")))
     for target, reason in report.rejected:
-        print(f"rejected {target}: {reason.splitlines()[0][:200] if reason else 'no reason'}")
-    for name in report.unexpected:
-        print(f"ignored  staging/{name}: not a file the host asked for")
+        print(textsafe.line(f"rejected {target}: {reason.splitlines()[0][:200] if reason else 'no reason'}"))
     for why in report.relay_refused:
-        print(f"relay    refused a request from the sandbox: {why}")
+        print(textsafe.line(f"relay    refused a request from the sandbox: {why}"))
     if report.queued:
         print("\nReview with `gate queue show ID`; a person accepts with `gate queue accept ID`.")
     return 0

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mergegate import agents, gitio, repo
+from mergegate import agents, gitio, repo, textsafe
 from mergegate.errors import EXIT_NO, UsageError
 
 if TYPE_CHECKING:
@@ -26,6 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     show.add_argument("--json", action="store_true")
     accept = sub.add_parser("accept", help="install a candidate into the oracle tree (a person only)")
     accept.add_argument("id")
+    accept.add_argument("--reviewed", action="store_true",
+                        help="I read the candidate as `gate queue show` printed it (required: triage is advisory)")
     accept.add_argument("--force", action="store_true", help="accept although triage did not pass")
     reject = sub.add_parser("reject", help="record why a candidate is refused")
     reject.add_argument("id")
@@ -44,12 +45,13 @@ def _list(args: argparse.Namespace, top: Path) -> int:
     metas = [m for m in queue.entries(top) if args.all or m.status == "pending"]
     states = {m.id: state(top, m) for m in metas}
     if args.json:
-        print(json.dumps([{**asdict(m), "state": states[m.id]} for m in metas], indent=2))
+        print(textsafe.dumps([{**asdict(m), "state": states[m.id]} for m in metas], indent=2))
         return 0
     if not metas:
         print("queue empty" if args.all else "no pending candidates (`gate queue list --all` shows decided ones)")
     for m in metas:
-        print(f"{m.id[:12]}  {states[m.id]:<9}  triage {m.triage.get('result', '?'):<7}  {m.drafter:<11}  {m.target}")
+        line = f"{m.id[:12]}  {states[m.id]:<9}  triage {m.triage.get('result', '?')!s:<7}  {m.drafter:<11}  {m.target}"
+        print(textsafe.line(line))
     if any(v == DISCARDED for v in states.values()):
         print(f"{DISCARDED}: accepted, but its oracle file is neither staged nor committed (the change was dropped)")
     return 0
@@ -72,13 +74,17 @@ def _show(args: argparse.Namespace, top: Path) -> int:
     from mergegate.drafter import queue
 
     meta = queue.find(top, args.id)
-    code = queue.candidate_code(top, meta).decode("utf-8", errors="replace")
+    raw = queue.candidate_code(top, meta)
+    code = raw.decode("utf-8", errors="replace")
     if args.json:
-        print(json.dumps({"meta": asdict(meta), "candidate": code}, indent=2))
+        print(textsafe.dumps({"meta": asdict(meta), "candidate": code}, indent=2))
         return 0
-    print(meta.to_bytes().decode(), end="")
-    print(f"--- {queue.QUEUE}/{meta.id}/{queue.CANDIDATE}")
-    print(code, end="" if code.endswith("\n") else "\n")
+    # meta.json and the candidate came from a model or the container: shown, never obeyed.
+    print(textsafe.text(meta.to_bytes().decode(errors="replace")), end="")
+    state = "matches its id" if queue.matches(meta, raw) else "DOES NOT match its id: changed since queued"
+    print(f"--- {queue.QUEUE}/{meta.id}/{queue.CANDIDATE} (sha256 {state}; triage is advisory)")
+    shown = textsafe.text(code)
+    print(shown, end="" if shown.endswith("\n") else "\n")
     return 0
 
 
@@ -94,15 +100,18 @@ def _accept(args: argparse.Namespace, top: Path) -> int:
               "only a person accepts a property into the oracle")
         return EXIT_NO
     meta = queue.find(root, args.id)
+    queue.verified_code(root, meta)  # refuse early; checked again under the lock
+    if not args.reviewed:  # a triage "pass" waives nothing: the sandbox's report can be forged
+        raise UsageError(f"candidate {meta.id[:12]} needs a person's review whatever triage said",
+                         "read it with `gate queue show`, then `gate queue accept ID --reviewed`")
     if meta.triage.get("result") != "pass" and not args.force:
-        raise UsageError(f"candidate {meta.id[:12]} did not pass triage ({meta.triage.get('result')})",
-                         "read it with `gate queue show`; accept anyway with --force, or reject it")
-    code = queue.candidate_code(root, meta)
+        raise UsageError(textsafe.line(f"candidate {meta.id[:12]} did not pass triage ({meta.triage.get('result')})"),
+                         "read it with `gate queue show`; accept anyway with --reviewed --force, or reject it")
     done = queue.decide(root, meta.id, "accepted", "", email or "unknown",
-                        install=lambda m: accept.install(root, policy, m, code))
+                        install=lambda m: accept.install(root, policy, m, queue.verified_code(root, m)))
     print(f"accepted {done.id[:12]}: installed {done.installed_as} (read-only), catalog entries written, "
           "manifest re-signed; all staged")
-    print(f"commit it on its own: git commit -m 'oracle: accept drafted property for {done.target}'")
+    print(textsafe.line(f"commit it on its own: git commit -m 'oracle: accept drafted property for {done.target}'"))
     return 0
 
 
@@ -114,5 +123,5 @@ def _reject(args: argparse.Namespace, top: Path) -> int:
         raise UsageError("--reason is empty", "say why, e.g. --reason 'asserts the bug'")
     root = top
     done = queue.decide(root, args.id, "rejected", reason, gitio.author_email(root) or "unknown")
-    print(f"rejected {done.id[:12]}: {reason}")
+    print(textsafe.line(f"rejected {done.id[:12]}: {reason}"))
     return 0

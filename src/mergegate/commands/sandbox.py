@@ -7,8 +7,7 @@ import time
 from pathlib import Path
 
 from mergegate.errors import UsageError
-
-DEFAULT_IMAGE = "mergegate-sandbox:latest"
+from mergegate.policy import Drafter
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -19,19 +18,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--rootfs", metavar="DIR", type=Path, help="an existing root filesystem directory")
     build.add_argument("--image", help="tag to build (default: drafter.image of gate.yaml)")
     build.add_argument("--if-missing", action="store_true", help="do nothing when the image exists")
+    build.add_argument("--project-deps", action="store_true",
+                       help="also install pyproject.toml's [project].dependencies (besides drafter.image_requirements)")
     doctor = sub.add_parser("doctor", help="check the engine, the image and the sandbox options")
     doctor.add_argument("--image", help="image to check (default: drafter.image of gate.yaml)")
 
 
-def _image(args: argparse.Namespace) -> str:
-    if args.image:
-        return str(args.image)
+def _drafter() -> Drafter:
+    """The drafter section of the repository's trusted policy; the defaults outside a gated repository."""
     try:
         from mergegate import gitio, repo
 
-        return repo.trusted_policy(gitio.toplevel()).drafter.image
-    except UsageError:  # outside a gated repository: the default tag
-        return DEFAULT_IMAGE
+        return repo.trusted_policy(gitio.toplevel()).drafter
+    except UsageError:
+        return Drafter()
+
+
+def _image(args: argparse.Namespace) -> str:
+    return str(args.image) if args.image else _drafter().image
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         return _build(args)
     from mergegate.drafter import doctor
 
-    return doctor.report(_image(args))
+    return doctor.report(_image(args), _drafter().runtime)
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -52,18 +56,25 @@ def _build(args: argparse.Namespace) -> int:
     client = sandbox.connect()
     if args.if_missing:
         try:
-            client.images.get(tag)
-            print(f"image    {tag} present")
-            return 0
+            labels = client.images.get(tag).labels or {}
+            if labels.get(image_mod.FORMAT_LABEL) == image_mod.FORMAT:
+                print(f"image    {tag} present")
+                return 0
+            print(f"image    {tag} present but of an older format: rebuilding")
         except ImageNotFound:
             pass
     started = time.monotonic()
     log: list[str] = []
+    extra = list(_drafter().image_requirements)
+    if args.project_deps:
+        from mergegate import gitio
+
+        extra += image_mod.project_dependencies(gitio.toplevel())
     try:
         if args.base_image:
-            image_mod.build_from_image(client, tag, args.base_image, log)
+            image_mod.build_from_image(client, tag, args.base_image, log, extra)
         else:
-            image_mod.build_from_rootfs(client, tag, args.rootfs, log)
+            image_mod.build_from_rootfs(client, tag, args.rootfs, log, extra)
     finally:
         print("\n".join(log))
     print(f"built    {tag} in {time.monotonic() - started:.1f} s")

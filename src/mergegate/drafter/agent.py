@@ -5,9 +5,14 @@ This file runs INSIDE the sandbox container only (mounted read-only at
 mergegate: the container holds the standard library, hypothesis and black.
 The host never imports or runs it.
 
-Input: /job/job.json (read-only).  Output: /staging/<key>.py per draft and
-/staging/results.json, written last.  Everything it reports is advisory: the
-host re-validates every byte it reads back.
+Input: /job/job.json (read-only).  Output: one JSON document written into
+/out/result.json (a host file) after every child is gone.  A draft run only
+drafts; the host hashes each draft as it leaves the container, writes it
+read-only into a second container's /job/candidates and that run triages it.
+Everything reported is advisory: the host re-validates every byte it reads.
+
+The agent makes itself non-dumpable first, so a candidate (same uid) can
+neither ptrace it nor read its memory or file descriptors through /proc.
 
 Each draft and each triage runs in a forked child in its own process group,
 with an address-space limit and a deadline; after each child the agent kills
@@ -34,15 +39,23 @@ from collections.abc import Callable
 from typing import Any
 
 STAGING = "/staging"
+OUT = "/out/result.json"
+PR_SET_DUMPABLE = 4
 RELAY_SOCKET = "/relay/model.sock"
 WITNESS_MAX = 4000
-NOTHING = re.compile(r"\bst\s*\.\s*nothing\s*\(")
-# Hypothesis attaches one of these notes when the test body failed on a generated example.
-FAILED = re.compile(r"Falsifying example|Failing test case|distinct failures")
 FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
 
 
 # ---------------------------------------------------------------- isolation helpers
+
+def not_dumpable() -> None:
+    """prctl(PR_SET_DUMPABLE, 0): no ptrace, no /proc/<agent>/mem or fd for the same uid."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
 
 def _sweep() -> None:
     """Kill every process this user may signal except ourselves (and init)."""
@@ -124,17 +137,119 @@ def _describe(exc: BaseException) -> str:
 
 # ---------------------------------------------------------------- drafting
 
-def draft_ghostwriter(job: dict[str, Any]) -> dict[str, Any]:
+GHOSTWRITERS = ("magic", "roundtrip", "idempotent", "equivalent")
+TYPES_NAMES = ("NoneType", "EllipsisType", "NotImplementedType")
+
+
+def _resolve(module_name: str, qualname: str) -> Any:
     import importlib
 
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def add_missing_type_imports(code: str) -> str:
+    """Import ``NoneType`` (and its kin) from ``types`` where the ghostwriter used it unbound.
+
+    The ghostwriter can spell ``type(None)`` as ``NoneType`` in an annotation or strategy;
+    the test module then dies with ``NameError: name 'NoneType' is not defined``.
+    """
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    bound = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom | ast.Import) for a in n.names}
+    bound |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    missing = [name for name in TYPES_NAMES if name in used and name not in bound]
+    if not missing:
+        return code
+    lines = code.splitlines(keepends=True)
+    first = next((n.lineno - 1 for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)), 0)
+    lines.insert(first, f"from types import {', '.join(missing)}\n")
+    return "".join(lines)
+
+
+def at_defaults(func: Any, first_type: Any = None) -> Any:
+    """``func`` as the ghostwriter should see it: its required parameters only (options stay at their
+    defaults), the first one narrowed to ``first_type`` when its annotation is a Union holding it.
+
+    The wrapper keeps the function's name, so the test the ghostwriter writes calls the real one.
+    """
+    import inspect
+    import typing
+
+    if not inspect.isfunction(func):
+        return func
+    try:
+        signature = inspect.signature(func)
+        hints = typing.get_type_hints(func)
+    except Exception:  # unresolvable annotations: leave the function as it is
+        return func
+    params = [p for p in signature.parameters.values()
+              if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if not params:
+        return func
+    annotations = {p.name: hints[p.name] for p in params if p.name in hints}
+    first = params[0].name
+    if first_type is not None and first_type in typing.get_args(annotations.get(first)):
+        annotations[first] = first_type
+        params[0] = params[0].replace(annotation=first_type)
+    if "return" in hints:
+        annotations["return"] = hints["return"]
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = annotations
+    del wrapper.__wrapped__
+    return wrapper
+
+
+def _shaped(mode: str, functions: list[Any]) -> list[Any]:
+    """The functions as handed to the ghostwriter: a round trip starts from what its inverse returns."""
+    import typing
+
+    if mode != "roundtrip" or len(functions) != 2:
+        return [at_defaults(f) for f in functions]
+    returns = []
+    for func in functions:
+        try:
+            returns.append(typing.get_type_hints(func).get("return"))
+        except Exception:
+            returns.append(None)
+    # The ghostwriter also draws the inverse's first argument and, under one name, joins both
+    # strategies: narrow both, and to the same type when the names meet.
+    import inspect
+
+    names = []
+    for func in functions:
+        try:
+            names.append(next(iter(inspect.signature(func).parameters), None))
+        except (TypeError, ValueError):
+            names.append(None)
+    second = returns[1] if names[0] is not None and names[0] == names[1] else returns[0]
+    return [at_defaults(functions[0], returns[1]), at_defaults(functions[1], second)]
+
+
+def draft_ghostwriter(job: dict[str, Any]) -> dict[str, Any]:
     from hypothesis.extra import ghostwriter
 
-    module = importlib.import_module(job["module"])
-    target: Any = module
-    for part in job["qualname"].split("."):
-        target = getattr(target, part)
-    code = ghostwriter.magic(target)
-    return {"status": "drafted", "code": code}
+    targets = job.get("targets") or [[job["module"], job["qualname"]]]
+    functions = [_resolve(module, qualname) for module, qualname in targets]
+    mode = str(job.get("mode")) if job.get("mode") in GHOSTWRITERS else "magic"
+    try:
+        # Inputs the code refuses with ValueError (UnicodeError ...) are outside its domain, not failures.
+        code = getattr(ghostwriter, mode)(*_shaped(mode, functions), except_=ValueError)
+    except Exception:  # this writer does not fit these functions: let magic choose
+        code = ghostwriter.magic(*functions)
+    return {"status": "drafted", "code": add_missing_type_imports(code)}
 
 
 def _relay_post(body: bytes, timeout_s: float) -> tuple[int, bytes]:
@@ -180,10 +295,6 @@ def draft_all(job_file: dict[str, Any]) -> dict[str, dict[str, Any]]:
             def work(job: dict[str, Any] = job) -> dict[str, Any]:
                 return draft_openai(job, job_file["model"], limits["draft_s"])
         result = in_child(work, limits["draft_s"], limits["mem_bytes"])
-        code = result.pop("code", None)
-        if isinstance(code, str):
-            with open(os.path.join(STAGING, job["key"] + ".py"), "w", encoding="utf-8") as handle:
-                handle.write(code)
         out[job["key"]] = result
         if result.get("status") == "infra":
             break  # the trial stops at the first channel fault
@@ -197,6 +308,13 @@ def _test_functions(module: types.ModuleType) -> list[tuple[str, Any]]:
             if name.startswith("test") and callable(obj) and getattr(obj, "__module__", "") == module.__name__]
 
 
+def _only_assertions(exc: BaseException) -> bool:
+    """Whether ``exc`` is an AssertionError, or a group (Hypothesis's distinct failures) of nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_assertions(e) for e in exc.exceptions)
+    return isinstance(exc, AssertionError)
+
+
 def _run_one(func: Any) -> dict[str, Any]:
     try:
         func()
@@ -205,7 +323,9 @@ def _run_one(func: Any) -> dict[str, Any]:
             return {"result": "error", "witness": _describe(exc)}
         notes = "\n".join(getattr(exc, "__notes__", ()) or ())
         witness = (_describe(exc) + ("\n" + notes if notes and notes not in _describe(exc) else ""))
-        kind = "fail" if FAILED.search(witness) else "error"
+        # An assertion that does not hold is a failure; any other exception means the relation was never
+        # checked (the candidate fed the code inputs it refuses, or did not run at all).
+        kind = "fail" if _only_assertions(exc) else "error"
         return {"result": kind, "witness": witness[:WITNESS_MAX]}
     return {"result": "pass"}
 
@@ -218,7 +338,9 @@ def triage_one(path: str) -> dict[str, Any]:
     module = types.ModuleType("gate_candidate")
     module.__file__ = path
     sys.modules["gate_candidate"] = module
-    exec(compile(source, path, "exec"), module.__dict__)
+    # dont_inherit: the candidate runs as the module pytest would import, not under this file's
+    # ``from __future__ import annotations`` (which would hide a NameError in its annotations).
+    exec(compile(source, path, "exec", dont_inherit=True), module.__dict__)
     tests = _test_functions(module)
     if not tests:
         return {"result": "error", "witness": "no test function in the candidate", "tests": {}}
@@ -259,25 +381,18 @@ def _setup(job_file: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    not_dumpable()
     with open(argv[1], encoding="utf-8") as handle:
         job_file = json.load(handle)
     _setup(job_file)
-    drafts: dict[str, dict[str, Any]] = {}
     if job_file["mode"] == "draft":
-        drafts = draft_all(job_file)
-        paths = {k: os.path.join(STAGING, k + ".py") for k, r in drafts.items() if r.get("status") == "drafted"}
-        for key in list(paths):
-            with open(paths[key], encoding="utf-8") as handle:
-                if NOTHING.search(handle.read()):
-                    del paths[key]  # the host rejects these; no point running them
+        document: dict[str, Any] = {"drafts": draft_all(job_file)}
     else:
         paths = {c["key"]: c["path"] for c in job_file["candidates"]}
-    triage = triage_all(paths, job_file["limits"])
-    results = json.dumps({"drafts": drafts, "triage": triage}).encode()
-    tmp = os.path.join(STAGING, ".results.json.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(results)
-    os.replace(tmp, os.path.join(STAGING, "results.json"))
+        document = {"triage": triage_all(paths, job_file["limits"])}
+    _sweep()  # nothing a draft or a candidate started is left to write after us
+    with open(OUT, "wb") as handle:
+        handle.write(json.dumps(document).encode())
     return 0
 
 

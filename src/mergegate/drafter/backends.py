@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mergegate.drafter import modes
 from mergegate.drafter.channel import Channel, config_from
 from mergegate.drafter.surface import Api
 from mergegate.errors import UsageError
@@ -21,8 +22,12 @@ from mergegate.policy import Drafter
 SYSTEM_PROMPT = (
     "You write Hypothesis property-based tests in Python. Reply with one Python code block only. "
     "Import the module under test by its dotted name, use `from hypothesis import given, "
-    "strategies as st`, and write test functions named test_* that assert a real property "
-    "(round trip, invariant, equivalence, bounds). Never use st.nothing()."
+    "strategies as st`, and write at most 5 test functions named test_*. Every test must end in an "
+    "`assert` of a relation that holds for every generated input: a round trip (decode(encode(x)) == x), "
+    "idempotence (f(f(x)) == f(x)), an equivalence with a simpler reference implementation, an invariant "
+    "of the result (length, order, membership, type) or a bound. A test that only calls the function "
+    "asserts nothing and is discarded; so is one that does not run. Use only the standard library, "
+    "hypothesis and the module under test. Never use st.nothing(); write plain ASCII, no control characters."
 )
 
 
@@ -34,14 +39,21 @@ class Job:
     api: Api
     prompt: str
     messages: tuple[tuple[str, str], ...] = ()
+    mode: str = "magic"  # the ghostwriter to call
+    partners: tuple[Api, ...] = ()  # further APIs of that call (the inverse of a round trip ...)
 
     @property
     def prompt_hash(self) -> str:
         return hashlib.sha256(self.prompt.encode()).hexdigest()
 
+    @property
+    def target(self) -> str:
+        return "+".join(a.target for a in (self.api, *self.partners))
+
     def to_json(self) -> dict[str, Any]:
         return {
-            "key": self.key, "module": self.api.module, "qualname": self.api.qualname,
+            "key": self.key, "module": self.api.module, "qualname": self.api.qualname, "mode": self.mode,
+            "targets": [[a.module, a.qualname] for a in (self.api, *self.partners)],
             "messages": [{"role": r, "content": c} for r, c in self.messages],
         }
 
@@ -72,7 +84,8 @@ class Ghostwriter:
         self.model = f"hypothesis.extra.ghostwriter {hypothesis.__version__}"
 
     def jobs(self, apis: Sequence[Api]) -> list[Job]:
-        return [Job(f"c{i:03d}", api, f"ghostwriter.magic({api.target})") for i, api in enumerate(apis)]
+        return [Job(f"c{i:03d}", p.apis[0], p.call, mode=p.mode, partners=p.apis[1:])
+                for i, p in enumerate(modes.plan(apis))]
 
     def channel(self) -> Channel | None:
         return None
@@ -85,7 +98,7 @@ def user_prompt(api: Api) -> str:
         f"Public {api.kind}: {api.signature}",
         f"Docstring: {api.doc or '(none)'}",
         "Source:", "```python", api.source, "```",
-        f"Write Hypothesis properties for {api.target}.",
+        f"Write Hypothesis properties for {api.target}: relations it must satisfy, each checked with assert.",
     ])
 
 

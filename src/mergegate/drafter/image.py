@@ -17,11 +17,12 @@ import io
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from mergegate.drafter.options import SANDBOX_UID
@@ -29,20 +30,39 @@ from mergegate.errors import InternalError, UsageError
 
 SUITE = "bookworm"
 SITE = "usr/local/lib/python3.11/dist-packages"
-MOUNT_POINTS = ("repo", "staging", "job", "relay", "opt/gate")
+MOUNT_POINTS = ("repo", "staging", "job", "relay", "opt/gate", "out")
+FORMAT = "2"  # 2: no setuid or setgid file, /out mount point, project requirements
+FORMAT_LABEL = "mergegate.sandbox.format"
 CHANGES = (f"USER {SANDBOX_UID}:{SANDBOX_UID}", "WORKDIR /tmp", "ENV LANG=C.UTF-8",
-           "LABEL mergegate.sandbox.image=1")
+           "LABEL mergegate.sandbox.image=1", f"LABEL {FORMAT_LABEL}={FORMAT}")
+STRIP_SETID = r"find / -xdev -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} +"
 
 
 def cache_dir() -> Path:
     return Path(os.environ.get("GATE_SANDBOX_CACHE", "/var/cache/mergegate"))
 
 
-def requirements() -> list[str]:
-    """What the container needs: hypothesis pinned to the host's, black for the ghostwriter."""
+def requirements(extra: Sequence[str] = ()) -> list[str]:
+    """What the container needs: hypothesis pinned to the host's, black for the ghostwriter, the project's own."""
     import hypothesis
 
-    return [f"hypothesis=={hypothesis.__version__}", "black"]
+    return [f"hypothesis=={hypothesis.__version__}", "black", *extra]
+
+
+def project_dependencies(top: Path) -> list[str]:
+    """``[project].dependencies`` of ``top/pyproject.toml`` (none without one)."""
+    import tomllib
+
+    path = top / "pyproject.toml"
+    if not path.is_file():
+        return []
+    try:
+        deps = tomllib.loads(path.read_text()).get("project", {}).get("dependencies", [])
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not TOML ({exc})", "fix pyproject.toml or leave out --project-deps") from None
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        raise UsageError(f"{path}: [project].dependencies is not a list of strings", "fix pyproject.toml")
+    return deps
 
 
 # ---------------------------------------------------------------- pure helpers
@@ -110,31 +130,44 @@ def base_tarball(log: list[str]) -> Path:
     return tarball
 
 
-def wheelhouse(log: list[str]) -> Path:
-    """The local wheelhouse; filled through pip's ordinary client the first time."""
+def wheelhouse(log: list[str], extra: Sequence[str] = ()) -> Path:
+    """The local wheelhouse; filled through pip's ordinary client at build time (never at draft time)."""
     wheels = cache_dir() / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     have = {p.name.split("-")[0].lower() for p in wheels.glob("*.whl")}
     import hypothesis
 
     pinned = any(p.name.startswith(f"hypothesis-{hypothesis.__version__}-") for p in wheels.glob("*.whl"))
-    if not (pinned and "black" in have):
+    if not (pinned and "black" in have) or extra:
         _run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(wheels),
-              *requirements()], "pip download")
-        log.append(f"wheels   downloaded into {wheels}")
+              *requirements(extra)], "pip download")
+        log.append(f"wheels   downloaded into {wheels}" + (f" (with {', '.join(extra)})" if extra else ""))
     else:
         log.append(f"wheels   cached {wheels}")
     return wheels
 
 
-def install_site(wheels: Path, target: Path) -> None:
+def install_site(wheels: Path, target: Path, extra: Sequence[str] = ()) -> None:
     """Install the requirements into ``target`` from the wheelhouse only (no index)."""
     _run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-compile", "--find-links", str(wheels),
-          "--target", str(target), *requirements()], "pip install")
+          "--target", str(target), *requirements(extra)], "pip install")
 
 
-def finish_rootfs(root: Path, wheels: Path) -> None:
-    """Add the sandbox user, the mount points and the Python packages to a root filesystem."""
+def strip_setid(root: Path) -> list[str]:
+    """Clear every setuid and setgid bit under ``root`` (links never followed); the paths changed."""
+    changed = []
+    for here, _dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(here, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISREG(mode) and mode & (stat.S_ISUID | stat.S_ISGID):
+                os.chmod(path, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
+                changed.append(os.path.relpath(path, root))
+    return sorted(changed)
+
+
+def finish_rootfs(root: Path, wheels: Path, extra: Sequence[str] = ()) -> None:
+    """Add the sandbox user, the mount points and the Python packages; strip setuid and setgid bits."""
     passwd, group = passwd_lines()
     with open(root / "etc/passwd", "a") as handle:
         handle.write(passwd)
@@ -142,7 +175,8 @@ def finish_rootfs(root: Path, wheels: Path) -> None:
         handle.write(group)
     for point in MOUNT_POINTS:
         (root / point).mkdir(parents=True, exist_ok=True)
-    install_site(wheels, root / SITE)
+    install_site(wheels, root / SITE, extra)
+    strip_setid(root)
 
 
 def import_tree(client: object, root: Path, image: str) -> None:
@@ -154,8 +188,9 @@ def import_tree(client: object, root: Path, image: str) -> None:
                                           changes=list(CHANGES))
 
 
-def build_from_rootfs(client: object, image: str, rootfs: Path | None, log: list[str]) -> None:
-    wheels = wheelhouse(log)
+def build_from_rootfs(client: object, image: str, rootfs: Path | None, log: list[str],
+                      extra: Sequence[str] = ()) -> None:
+    wheels = wheelhouse(log, extra)
     with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="image.") as tmp:
         root = Path(tmp) / "root"
         if rootfs is None:
@@ -165,12 +200,12 @@ def build_from_rootfs(client: object, image: str, rootfs: Path | None, log: list
             if not (rootfs / "usr/bin/python3").exists():
                 raise UsageError(f"{rootfs} has no usr/bin/python3", "pass a root filesystem with Python 3.11")
             _run(["cp", "-a", f"{rootfs}/.", str(root)], "copy of the root filesystem")
-        finish_rootfs(root, wheels)
+        finish_rootfs(root, wheels, extra)
         import_tree(client, root, image)
     log.append(f"image    {image} imported")
 
 
-def build_from_image(client: object, image: str, base: str, log: list[str]) -> None:
+def build_from_image(client: object, image: str, base: str, log: list[str], extra: Sequence[str] = ()) -> None:
     """``FROM base`` plus the site packages and the user, built with no network and no pull."""
     from docker.errors import BuildError, ImageNotFound
 
@@ -179,18 +214,18 @@ def build_from_image(client: object, image: str, base: str, log: list[str]) -> N
     except ImageNotFound:
         raise UsageError(f"base image {base} is not in the local engine",
                          "load it first (docker load), or pass --rootfs DIR; nothing is pulled") from None
-    wheels = wheelhouse(log)
+    wheels = wheelhouse(log, extra)
     passwd, group = passwd_lines()
     with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="ctx.") as tmp:
         ctx = Path(tmp)
-        install_site(wheels, ctx / "site")
+        install_site(wheels, ctx / "site", extra)
         dockerfile = "\n".join([
             f"FROM {base}",
             "USER 0",
             f"COPY site /{SITE}",
             f"RUN (grep -q '^gate:' /etc/passwd || printf '%s\\n' '{passwd.strip()}' >> /etc/passwd)"
             f" && (grep -q '^gate:' /etc/group || printf '%s\\n' '{group.strip()}' >> /etc/group)"
-            f" && mkdir -p {' '.join('/' + p for p in MOUNT_POINTS)}",
+            f" && mkdir -p {' '.join('/' + p for p in MOUNT_POINTS)} && {STRIP_SETID}",
             *CHANGES,
         ]) + "\n"
         (ctx / "Dockerfile").write_text(dockerfile)

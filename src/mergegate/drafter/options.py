@@ -6,7 +6,10 @@ Nothing here talks to Docker; ``sandbox.py`` hands the dict to
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 LABEL = "mergegate.sandbox"
@@ -16,6 +19,7 @@ AGENT_PATH = "/opt/gate/agent.py"
 HOME = "/tmp/home"
 HYPOTHESIS_DIR = "/tmp/hypothesis"
 RELAY_DIR = "/relay"
+OUT_PATH = "/out/result.json"  # the agent's one output: a host file, capped by the fsize ulimit
 
 
 @dataclass(frozen=True)
@@ -28,17 +32,24 @@ class Limits:
     nofile: int = 256
     fsize_bytes: int = 4 * 1024 * 1024
     tmpfs_bytes: int = 128 * 1024 * 1024
+    staging_bytes: int = 64 * 1024 * 1024
+    staging_inodes: int = 256
     wall_clock_s: float = 600.0
 
 
 @dataclass(frozen=True)
 class Mounts:
-    """Host paths bound into the container.  Only ``staging`` is writable."""
+    """Host paths bound into the container.  Only the ``out`` file is writable.
+
+    Scratch space (``/staging``) is a size- and inode-limited tmpfs that dies with the
+    container; what the agent reports comes back through the one bound file ``out``,
+    whose size the fsize ulimit caps and next to which nothing can be created.
+    """
 
     repo: str  # a filtered export of HEAD: the oracle tree is not in it
-    staging: str
-    job: str  # directory holding job.json (and triage-only candidates)
+    job: str  # directory holding job.json (and, read-only, the candidates the host wrote for triage)
     agent: str  # the agent script file
+    out: str  # an empty host file the agent writes its result into
     relay_socket: str | None = None
 
 
@@ -52,12 +63,25 @@ def mounts(paths: Mounts) -> list[dict[str, Any]]:
         _bind(paths.repo, "/repo", True),
         _bind(paths.job, "/job", True),
         _bind(paths.agent, AGENT_PATH, True),
-        _bind(paths.staging, "/staging", False),
+        _bind(paths.out, OUT_PATH, False),
     ]
     if paths.relay_socket:
         # connect() on a socket needs no write permission on the mount itself.
         result.append(_bind(paths.relay_socket, f"{RELAY_DIR}/model.sock", True))
     return result
+
+
+@functools.cache
+def seccomp_profile() -> str:
+    """Our seccomp profile (``seccomp.json`` in this package), compact, as the Engine API takes it."""
+    text = resources.files("mergegate.drafter").joinpath("seccomp.json").read_text()
+    return json.dumps(json.loads(text), separators=(",", ":"))
+
+
+def denied_syscalls() -> set[str]:
+    """Every system call name the profile refuses outright (for ``doctor`` and the tests)."""
+    rules = json.loads(seccomp_profile())["syscalls"]
+    return {n for r in rules if r["action"] == "SCMP_ACT_ERRNO" and not r.get("args") for n in r["names"]}
 
 
 def sandbox_uid(host_uid: int) -> int:
@@ -66,13 +90,13 @@ def sandbox_uid(host_uid: int) -> int:
 
 
 def container_options(image: str, paths: Mounts, limits: Limits, deadline_epoch: float,
-                      uid: int = SANDBOX_UID) -> dict[str, Any]:
+                      uid: int = SANDBOX_UID, runtime: str | None = None) -> dict[str, Any]:
     """Every option of the sandbox container; see docs/drafter.md for the why of each."""
     if uid == 0:
         raise ValueError("the sandbox never runs as root")
     from docker.types import LogConfig, Mount, Ulimit
 
-    return {
+    options: dict[str, Any] = {
         "image": image,
         "command": ["python3", "-I", "-B", AGENT_PATH, "/job/job.json"],
         "user": f"{uid}:{uid}",
@@ -86,11 +110,13 @@ def container_options(image: str, paths: Mounts, limits: Limits, deadline_epoch:
         },
         "network_mode": "none",
         "read_only": True,
-        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_bytes},mode=1777"},
+        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_bytes},mode=1777",
+                  "/staging": f"rw,noexec,nosuid,nodev,size={limits.staging_bytes},"
+                              f"nr_inodes={limits.staging_inodes},uid={uid},gid={uid},mode=0700"},
         "mounts": [Mount(m["Target"], m["Source"], type="bind", read_only=m["ReadOnly"])
                    for m in mounts(paths)],
         "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges"],
+        "security_opt": ["no-new-privileges", f"seccomp={seccomp_profile()}"],
         "mem_limit": limits.mem_bytes,
         "memswap_limit": limits.mem_bytes,  # equal: no swap on top of the memory limit
         "nano_cpus": int(limits.cpus * 1e9),
@@ -107,3 +133,6 @@ def container_options(image: str, paths: Mounts, limits: Limits, deadline_epoch:
         "detach": True,
         "use_config_proxy": False,
     }
+    if runtime:  # e.g. gVisor's runsc; else the engine's default (runc)
+        options["runtime"] = runtime
+    return options

@@ -12,12 +12,12 @@ import json
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mergegate import gitio
-from mergegate.drafter import backends, relay, sandbox, stage, surface
+from mergegate.drafter import backends, export, relay, sandbox, stage, surface
 from mergegate.drafter.channel import InfraError
 from mergegate.drafter.options import Limits, Mounts
 from mergegate.drafter.queue import Meta, now, put
@@ -51,9 +51,22 @@ class Report:
     model: str
     queued: tuple[Queued, ...]
     rejected: tuple[tuple[str, str], ...]  # (target, reason)
-    unexpected: tuple[str, ...]
     seconds: float
     relay_refused: tuple[str, ...] = ()  # requests the relay refused (a candidate probing it)
+
+
+def not_worth_review(result: stage.Triage) -> str | None:
+    """Why a triaged candidate is not queued: it did not run.  Pure.
+
+    A pass or a fail is queued (advisory either way); an error means the candidate
+    never reached its assertions (a NameError, an import that fails, a crash).
+    """
+    if result.result == "error":
+        first = result.witness.strip().splitlines()[0][:200] if result.witness.strip() else "no detail"
+        return f"does not run: {first}"
+    if result.result == "not_run":
+        return "does not run: the sandbox reported no triage for it"
+    return None
 
 
 def job_document(backend: backends.Backend, jobs: list[backends.Job], limits: dict[str, Any]) -> dict[str, Any]:
@@ -80,18 +93,27 @@ def _relay_for(backend: backends.Backend, jobs: int) -> Iterator[tuple[str | Non
         channel.close()
 
 
-def _workspace(tmp: Path, policy: Policy, top: Path, document: dict[str, Any]) -> Mounts:
-    for name in ("repo", "job", "staging"):
+def _workspace(tmp: Path, policy: Policy, top: Path, document: dict[str, Any],
+               candidates: Mapping[str, bytes] | None = None) -> Mounts:
+    """The export of HEAD, the job (and candidates, read-only), and the empty result file."""
+    for name in ("repo", "job"):
         (tmp / name).mkdir()
-    sandbox.export_head(policy, tmp / "repo", top)
+    export.export_head(policy, tmp / "repo", top)
     (tmp / "job" / "job.json").write_text(json.dumps(document))
+    if candidates is not None:
+        (tmp / "job" / "candidates").mkdir()
+        for key, code in candidates.items():
+            (tmp / "job" / "candidates" / f"{key}.py").write_bytes(code)
+            (tmp / "job" / "candidates" / f"{key}.py").chmod(0o444)
+        (tmp / "job" / "candidates").chmod(0o555)
     for name in ("repo", "job"):
         (tmp / name).chmod(0o755)
     (tmp / "job" / "job.json").chmod(0o644)
-    # The container's user must write here; the 0700 parent keeps host users out.
-    (tmp / "staging").chmod(0o777)
-    return Mounts(repo=str(tmp / "repo"), staging=str(tmp / "staging"), job=str(tmp / "job"),
-                  agent=str(sandbox.agent_path()))
+    out = tmp / "result.json"
+    out.touch()
+    # The container's user must write this one file; the 0700 parent keeps host users out.
+    out.chmod(0o666)
+    return Mounts(repo=str(tmp / "repo"), job=str(tmp / "job"), agent=str(sandbox.agent_path()), out=str(out))
 
 
 def _check_outcome(outcome: sandbox.Outcome, state: relay.RelayState | None, limits: Limits) -> None:
@@ -126,27 +148,34 @@ def draft(top: Path, policy: Policy, request: Request, environ: Mapping[str, str
     client = sandbox.connect()
     image = policy.drafter.image
     sandbox.require_image(client, image)
+    sandbox.require_runtime(client, policy.drafter.runtime)
     with tempfile.TemporaryDirectory(prefix="gate-draft-", ignore_cleanup_errors=True) as tmp_name:
         tmp = Path(tmp_name)
         paths = _workspace(tmp, policy, top, job_document(backend, jobs, agent_limits))
         with _relay_for(backend, len(jobs)) as (sock, state):
             if sock is not None:
-                paths = Mounts(paths.repo, paths.staging, paths.job, paths.agent, relay_socket=sock)
-            outcome = sandbox.run(client, image, paths, limits)
+                paths = replace(paths, relay_socket=sock)
+            outcome = sandbox.run(client, image, paths, limits, policy.drafter.runtime)
         _check_outcome(outcome, state, limits)
         by_key = {j.key: j for j in jobs}
-        staged, rejected, unexpected = stage.collect(tmp / "staging", {k: j.api.target for k, j in by_key.items()})
-        queued = []
-        for item in staged:
-            job = by_key[item.key]
-            meta = Meta(id=item.id, drafter=backend.name, model=backend.model, prompt_hash=job.prompt_hash,
-                        target=job.api.target, target_path=job.api.path, triage=item.triage.to_json(),
-                        created_at=now())
-            queued.append(Queued(item.id, job.api.target, item.triage, put(top, item.code, meta)))
+        # The bytes are fixed here, as they leave the container; triage and the queue get these.
+        drafted, rejected = stage.collect(stage.read_results(Path(paths.out)), by_key)
+    verdicts = triage(top, policy, {d.key: d.code for d in drafted}, request.triage_s,
+                      request.max_examples) if drafted else {}
+    queued = []
+    for item in drafted:
+        job = by_key[item.key]
+        result = verdicts[item.key]
+        why = not_worth_review(result)
+        if why is not None:
+            rejected.append(stage.Rejected(item.key, why))
+            continue
+        meta = Meta(id=item.id, drafter=backend.name, model=backend.model, prompt_hash=job.prompt_hash,
+                    target=job.target, target_path=job.api.path, triage=result.to_json(), created_at=now())
+        queued.append(Queued(item.id, job.target, result, put(top, item.code, meta)))
     return Report(backend.name, backend.model, tuple(queued),
-                  tuple((by_key[r.key].api.target, r.reason) for r in rejected), tuple(unexpected),
+                  tuple((by_key[r.key].target, r.reason) for r in rejected),
                   time.monotonic() - started, tuple(state.refused) if state is not None else ())
-
 
 
 def triage(top: Path, policy: Policy, candidates: Mapping[str, bytes], triage_s: float = 20.0,
@@ -161,12 +190,9 @@ def triage(top: Path, policy: Policy, candidates: Mapping[str, bytes], triage_s:
     client = sandbox.connect()
     with tempfile.TemporaryDirectory(prefix="gate-triage-", ignore_cleanup_errors=True) as tmp_name:
         tmp = Path(tmp_name)
-        paths = _workspace(tmp, policy, top, document)
-        (tmp / "job" / "candidates").mkdir(mode=0o755)
-        for key, code in candidates.items():
-            (tmp / "job" / "candidates" / f"{key}.py").write_bytes(code)
-        (tmp / "job" / "candidates").chmod(0o755)
-        _check_outcome(sandbox.run(client, policy.drafter.image, paths, limits), None, limits)
-        raw = stage.read_results(tmp / "staging").get("triage")
-        got = raw if isinstance(raw, dict) else {}
-        return {key: stage.parse_triage(got.get(key)) for key in candidates}
+        paths = _workspace(tmp, policy, top, document, candidates)
+        outcome = sandbox.run(client, policy.drafter.image, paths, limits, policy.drafter.runtime)
+        _check_outcome(outcome, None, limits)
+        got = stage.read_results(Path(paths.out)).get("triage")
+        raw = got if isinstance(got, dict) else {}
+        return {key: stage.parse_triage(raw.get(key)) for key in candidates}

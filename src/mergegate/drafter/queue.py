@@ -7,6 +7,7 @@ temporary directory and renamed into place, so a reader sees all of it or none.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -18,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from mergegate import fsutil
-from mergegate.errors import ConfigError, UsageError
+from mergegate.errors import EXIT_INTERNAL, ConfigError, UsageError
+
+
+class TamperedError(ConfigError):
+    """A queued candidate whose bytes are not the ones its id names: exit 3, fail closed."""
+
+    exit_code = EXIT_INTERNAL
+
 
 QUEUE = Path(".gate") / "queue"
 CANDIDATE = "candidate.py"
@@ -120,7 +128,23 @@ def find(top: Path, prefix: str) -> Meta:
 
 
 def candidate_code(top: Path, meta: Meta) -> bytes:
+    """The queued bytes, exactly as stored (``verified_code`` checks them)."""
     return (root(top) / meta.id / CANDIDATE).read_bytes()
+
+
+def matches(meta: Meta, code: bytes) -> bool:
+    """Whether ``code`` is the candidate the host hashed as it left the sandbox.  Pure."""
+    return hashlib.sha256(code).hexdigest() == meta.id
+
+
+def verified_code(top: Path, meta: Meta) -> bytes:
+    """The queued bytes, refused unless their sha256 is the id they were queued under."""
+    code = candidate_code(top, meta)
+    if not matches(meta, code):
+        raise TamperedError(str(root(top) / meta.id / CANDIDATE), None,
+                            f"candidate {meta.id[:12]} changed since it was queued (its sha256 is no longer its id)",
+                            "reject it, or draft again; never accept bytes nobody reviewed")
+    return code
 
 
 def decide(top: Path, candidate: str, status: str, reason: str, by: str,

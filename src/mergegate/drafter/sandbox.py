@@ -15,10 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from mergegate import gitio
 from mergegate.drafter.options import LABEL, LABEL_DEADLINE, Limits, Mounts, container_options, sandbox_uid
 from mergegate.errors import InternalError, UsageError
-from mergegate.policy import GUARDED, Policy
 
 BUILD_FIX = "run `gate sandbox build` (nothing is pulled from a registry)"
 
@@ -88,42 +86,31 @@ def agent_path() -> Path:
     return Path(str(resources.files("mergegate.drafter").joinpath("agent.py")))
 
 
-# ---------------------------------------------------------------- the repository at HEAD
-
-def export_head(policy: Policy, dest: Path, cwd: str | Path | None = None) -> int:
-    """Write HEAD's tree, minus every guarded path, into ``dest``; the file count.
-
-    A filtered copy rather than the work tree: triage runs against HEAD, and the
-    oracle tree, fixtures, catalog, manifest, ledger and policy are simply absent.
-    """
-    head = gitio.head(cwd)
-    if head is None:
-        raise UsageError("the repository has no commit yet", "commit the production code first")
-    entries = [e for e in gitio.ls_tree(head, cwd) if not e.is_submodule and policy.classify(e.path) not in GUARDED]
-    blobs = dict(gitio.read_blobs((e.sha for e in entries), cwd))
-    for entry in entries:
-        target = dest / entry.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if entry.is_symlink:
-            os.symlink(os.fsdecode(blobs[entry.sha]), target)
-        else:
-            target.write_bytes(blobs[entry.sha])
-            target.chmod(0o555 if entry.mode == "100755" else 0o444)
-    for directory in (p for p in dest.rglob("*") if p.is_dir() and not p.is_symlink()):
-        directory.chmod(0o755)
-    return len(entries)
-
-
 # ---------------------------------------------------------------- one run
 
-def run(client: Any, image: str, paths: Mounts, limits: Limits) -> Outcome:
+def require_runtime(client: Any, runtime: str | None) -> str:
+    """The runtime the sandbox will use; a configured one the engine does not know is a usage error."""
+    info = client.info()
+    known = sorted(info.get("Runtimes") or {})
+    if runtime is None:
+        return str(info.get("DefaultRuntime") or "runc")
+    if runtime not in known:
+        raise UsageError(f"drafter.runtime {runtime} is not registered with the Docker engine "
+                         f"(it has {', '.join(known) or 'none'})",
+                         "install it (gVisor: Debian package runsc, then `runsc install` and restart dockerd), "
+                         "or remove drafter.runtime from gate.yaml")
+    return runtime
+
+
+def run(client: Any, image: str, paths: Mounts, limits: Limits, runtime: str | None = None) -> Outcome:
     """Start the container, wait up to the wall clock, kill, remove.  Never raises half-way."""
     from docker.errors import APIError
 
     require_image(client, image)
+    require_runtime(client, runtime)
     sweep(client)
     options = container_options(image, paths, limits, time.time() + limits.wall_clock_s + 60,
-                                uid=sandbox_uid(os.getuid()))
+                                uid=sandbox_uid(os.getuid()), runtime=runtime)
     try:
         box = client.containers.create(**options)
     except APIError as exc:

@@ -1,8 +1,10 @@
-"""Host-side validation of what the container staged.  The container is not trusted.
+"""Host-side validation of what the container reported.  The container is not trusted.
 
-Files are read as data only: no symlink is followed, nothing but a regular file
-is opened, every size is capped, names must be the keys the host issued, each
-candidate must parse and must not use ``st.nothing()``.
+The one result file is read as data only: no symlink is followed, nothing but a
+regular file is opened, its size is capped, only the keys the host issued count,
+and each candidate must parse, hold no terminal control character and not use
+``st.nothing()``.  A draft's bytes are fixed (and hashed) here, as they leave the
+container; triage later runs a read-only copy of exactly these bytes.
 """
 
 from __future__ import annotations
@@ -11,19 +13,20 @@ import ast
 import hashlib
 import json
 import os
-import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mergegate import textsafe
+
 MAX_CANDIDATE_BYTES = 64 * 1024
-MAX_RESULTS_BYTES = 1024 * 1024
+MAX_RESULTS_BYTES = 4 * 1024 * 1024  # = the container's fsize ulimit
 MAX_WITNESS = 4000
-KEY = re.compile(r"c[0-9]{3}")
-RESULTS = "results.json"
 TRIAGE_RESULTS = ("pass", "fail", "error")
+MAX_TESTS = 20  # test functions per candidate: each becomes a catalog entry a person reads
+MAX_TEST_NAME = 80  # characters: the name goes into a catalog file name and a property id
 
 
 @dataclass(frozen=True)
@@ -41,12 +44,11 @@ class Triage:
 
 
 @dataclass(frozen=True)
-class Staged:
-    """A candidate that passed host-side validation."""
+class Drafted:
+    """A candidate that passed host-side validation: its bytes, fixed when they left the container."""
 
     key: str
     code: bytes
-    triage: Triage
 
     @property
     def id(self) -> str:
@@ -78,15 +80,61 @@ def check_code(code: bytes) -> str | None:
         return f"draft is {len(code)} bytes, over the {MAX_CANDIDATE_BYTES} byte cap"
     try:
         text = code.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"draft does not parse: UnicodeDecodeError: {exc}"
+    unsafe = textsafe.first_unsafe(text)
+    if unsafe is not None:
+        row, col, shown = unsafe
+        return (f"draft contains a terminal control or invisible character ({shown} at line {row}, column {col}): "
+                "what a person reads would not be what runs")
+    try:
         tree = ast.parse(text)
-    except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return f"draft does not parse: {type(exc).__name__}: {getattr(exc, 'msg', exc)}"
     line = _uses_nothing(tree)
     if line is not None:
         return (f"draft uses st.nothing() at line {line}: the drafter found no strategy for an argument, "
                 "so the property could never run an example")
-    if not any(isinstance(n, ast.FunctionDef) and n.name.startswith("test") for n in tree.body):
+    tests = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+    return test_limits([t.name for t in tests]) or _asserts_nothing(tree, tests)
+
+
+def _checks(node: ast.AST, helpers: set[str]) -> bool:
+    """Whether ``node`` holds an assert or a raise, an ``assert*``/``raises``/``fail`` call, or an asserting helper."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assert | ast.Raise):
+            return True
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in helpers or name.startswith("assert") or name in ("raises", "fail"):
+                return True
+    return False
+
+
+def _asserts_nothing(tree: ast.Module, tests: list[ast.FunctionDef]) -> str | None:
+    """Why a test that asserts no relation makes the candidate not worth a review, or None."""
+    others = [n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("test")]
+    helpers = {n.name for n in others if _checks(n, set())}
+    idle = [t.name for t in tests if not _checks(t, helpers)]
+    if not idle:
+        return None
+    return (f"{', '.join(idle[:3])} asserts nothing: a test that only calls the code finds crashes, "
+            "not wrong answers, and is not worth a person's review")
+
+
+def test_limits(tests: list[str]) -> str | None:
+    """Why these top-level test names cannot become catalog entries, or None.  Pure."""
+    if not tests:
         return "draft defines no top-level test_* function"
+    if len(tests) > MAX_TESTS:
+        return f"draft defines {len(tests)} test functions, over the limit of {MAX_TESTS} per candidate"
+    long = next((t for t in tests if len(t) > MAX_TEST_NAME), None)
+    if long is not None:
+        return (f"test name {long[:40]}... is {len(long)} characters, over the limit of {MAX_TEST_NAME}: "
+                "it would not fit a catalog file name")
+    if len(set(tests)) != len(tests):
+        return "draft defines a test function twice: only the last would run"
     return None
 
 
@@ -124,8 +172,9 @@ def parse_triage(raw: Any) -> Triage:
     )
 
 
-def read_results(staging: Path) -> dict[str, Any]:
-    data = read_capped(staging / RESULTS, MAX_RESULTS_BYTES)
+def read_results(path: Path) -> dict[str, Any]:
+    """The agent's result document; {} when absent, not a regular file, oversized or not JSON."""
+    data = read_capped(path, MAX_RESULTS_BYTES)
     if data is None:
         return {}
     try:
@@ -135,29 +184,22 @@ def read_results(staging: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def collect(staging: Path, keys: Mapping[str, str]) -> tuple[list[Staged], list[Rejected], list[str]]:
-    """Validate the staging directory against the issued ``keys`` (key -> target).
-
-    Returns the accepted candidates, the rejections (with reasons) and the names
-    of unexpected entries, which are ignored.
-    """
-    results = read_results(staging)
-    triage = _dict(results.get("triage"))
+def collect(results: Mapping[str, Any], keys: Iterable[str]) -> tuple[list[Drafted], list[Rejected]]:
+    """Validate the drafts of a result document against the issued ``keys``; other keys are ignored."""
     drafts = _dict(results.get("drafts"))
-    staged: list[Staged] = []
+    accepted: list[Drafted] = []
     rejected: list[Rejected] = []
-    unexpected = sorted(name for name in os.listdir(staging)
-                        if name != RESULTS and not (name.endswith(".py") and name[:-3] in keys))
     for key in keys:
-        code = read_capped(staging / f"{key}.py", MAX_CANDIDATE_BYTES)
-        if code is None:
-            note = _dict(drafts.get(key))
-            reason = str(note.get("reason", "no draft staged (or not a regular file within the size cap)"))
+        note = _dict(drafts.get(key))
+        code = note.get("code")
+        if note.get("status") != "drafted" or not isinstance(code, str):
+            reason = str(note.get("reason", "") or "the sandbox reported no draft")
             rejected.append(Rejected(key, reason[:MAX_WITNESS]))
             continue
-        why = check_code(code)
+        data = code.encode("utf-8", errors="surrogatepass")
+        why = check_code(data)
         if why is not None:
             rejected.append(Rejected(key, why))
             continue
-        staged.append(Staged(key, code, parse_triage(triage.get(key))))
-    return staged, rejected, unexpected
+        accepted.append(Drafted(key, data))
+    return accepted, rejected
