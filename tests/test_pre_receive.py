@@ -584,3 +584,15 @@ def test_gate_install_pre_receive(tmp_path: Path) -> None:
     assert "not a bare repository" in proc.stderr
     proc = gate(tmp_path, "install", "--pre-receive", str(tmp_path / "nowhere"), check=2)
     assert "not a git repository" in proc.stderr
+
+
+def test_the_summary_counts_the_lines_it_prints(srv: Server) -> None:
+    """Two commits breaking two rules each: two lines, and the summary says two, not four."""
+    before = srv.ref("main")
+    first = commit(srv.work, {"src/a.py": "a = 1\n", ORACLE: "def test_p():\n    assert 0\n"})
+    second = commit(srv.work, {"src/b.py": "b = 1\n", ORACLE: "def test_p():\n    assert 1\n"})
+    proc = srv.push()
+    lines = assert_rejected(srv, proc, before)
+    assert [line.split(" ")[:2] for line in lines] == [[short(first), "mixed,manifest:"],
+                                                       [short(second), "mixed,manifest:"]]
+    assert "push rejected (2 refused commit(s) or ref(s))" in proc.stderr
