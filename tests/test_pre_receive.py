@@ -440,7 +440,14 @@ def test_branch_without_policy_fails_closed(srv: Server) -> None:
     git(srv.work, "checkout", "-q", "--orphan", "bare-branch")
     git(srv.work, "rm", "-rqf", ".")
     commit(srv.work, {"README.md": "x\n"})
-    assert_accepted(srv, srv.push("bare-branch"))  # a new ref: judged by main's policy
+    # A new ref is judged by main's policy; leaving no gate.yaml behind would lock it: refused.
+    proc = srv.push("bare-branch")
+    assert proc.returncode != 0 and srv.ref("bare-branch") is None
+    assert [line.split(" ")[:2] for line in refused(proc)] == [["refs/heads/bare-branch", "broken-config:"]]
+    hook = srv.bare / "hooks" / "pre-receive"  # a branch made so before this check: still closed
+    hook.rename(hook.with_suffix(".off"))
+    assert srv.push("bare-branch").returncode == 0
+    hook.with_suffix(".off").rename(hook)
     commit(srv.work, {"README.md": "y\n"})
     proc = srv.push("bare-branch")
     assert proc.returncode != 0 and "no gate.yaml at" in proc.stderr

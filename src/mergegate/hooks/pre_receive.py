@@ -23,15 +23,18 @@ from pathlib import Path
 
 from mergegate import agents, gitio, merges, policy, pushlog
 from mergegate.errors import UsageError
-from mergegate.hooks import push_manifest, trusted
+from mergegate.hooks import push_manifest, server_state, trusted
 from mergegate.hooks.installer import write_hook
-from mergegate.hooks.receive_rules import NOT_A_COMMIT, CommitFacts, Refusal, judge_commit, judge_ref
+from mergegate.hooks.receive_rules import NOT_A_COMMIT, CommitFacts, Refusal, judge_commit, judge_ref, short
 from mergegate.manifest import Report
 from mergegate.split import Split, split_paths
 
 # Where servers put the pusher's login: ours, GitLab, GitHub Enterprise, Gitea.
 PUSHER_VARS = ("GATE_PUSHER", "GL_USERNAME", "GITHUB_USER_LOGIN", "GITEA_PUSHER_NAME")
 MARKER = "# mergegate pre-receive hook"
+REPAIR_ONLY = "repair-only"
+REPAIR_FIX = ("a person pushes first a commit that only repairs gate.yaml (re-signed: "
+              "`gate manifest sign --staged`), then the rest (docs/server.md, Recovery)")
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,9 @@ def judge_push(stdin: bytes, cwd: str | Path | None = None,
         more, count = _judge_group(side, group, cwd, env)
         found += more
         judged += count
+    # What the push leaves on each branch judges the next push there: it must stay readable.
+    found += server_state.refusals([(t.update.ref, t.new_commit, t.trusted)
+                                    for t in targets if t.update.is_branch and t.new_commit], cwd)
     return Judgement(tuple(dict.fromkeys(found)), judged)
 
 
@@ -156,7 +162,9 @@ def _judge_group(side: trusted.Side, group: list[Target], cwd: str | Path | None
         taken = pool.submit(lambda: merges.brought(walk.doubtful, cwd, graph.result() if graph else None))
         reports, bad_signatures, signers = _manifests(side, walk, cwd)
         brought = taken.result()
-    required = pol.server.require_signed_oracle_commits
+    if side.broken:
+        refusals += _repair_only(side, walk, env, who)
+    required = pol.server.require_signed_oracle_commits and not side.broken
     for c in reversed(walk.commits):  # oldest first, as the pusher wrote them
         if c.sha not in walk.splits:
             continue
@@ -201,6 +209,26 @@ def _walk(pol: policy.Policy, env: Mapping[str, str], who: tuple[str, ...], tips
             if walk.ancestry is None:
                 walk.ancestry = pool.submit(merges.ancestry, tips, cwd)
     return walk
+
+
+def _repair_only(side: trusted.Side, walk: _Walk, env: Mapping[str, str], who: tuple[str, ...]
+                 ) -> list[Refusal]:
+    """On a branch whose gate.yaml the server cannot read, only a person's repair gets through:
+    commits changing nothing but the policy files and the manifest (judged by the last readable
+    gate.yaml); the state it leaves is then checked like any push's (``server_state``)."""
+    pol = side.policy
+    allowed = {policy.POLICY, policy.MANIFEST}
+    found = []
+    for c in reversed(walk.commits):
+        agent = agent_reason(pol, env, c.author_email, who)
+        other = tuple(ch.path for ch in c.changes if walk.splitter.classify(ch.path) not in allowed
+                      and ch.path != pol.server.allowed_signers)
+        if agent or other:
+            why = (f"the server cannot judge this branch ({side.broken}); "
+                   + (f"an agent's commit ({agent}) cannot repair it" if agent
+                      else "a repair changes only the policy files and the manifest"))
+            found.append(Refusal(short(c.sha), REPAIR_ONLY, other, REPAIR_FIX, why))
+    return found
 
 
 def _manifests(side: trusted.Side, walk: _Walk, cwd: str | Path | None
