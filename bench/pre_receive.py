@@ -196,6 +196,11 @@ def main() -> int:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _accepted_line(stderr: str) -> str:
+    lines = [x.removeprefix("remote: ").strip() for x in stderr.splitlines() if "push accepted" in x]
+    return lines[0] if lines else "?"
+
+
 def push_history(tmp: Path, stream: bytes) -> tuple[Path, str, str, float, str] | None:
     """Import ``stream``, seed a hooked bare server with its root, push the rest: the server, the
     range, the hook's seconds and its last line (None when the hook refused the push)."""
@@ -223,7 +228,7 @@ def push_history(tmp: Path, stream: bytes) -> tuple[Path, str, str, float, str] 
         return None
     hook_s = int(timing.read_text()) / 1e9
     print(f"  push: {push_s:.2f}s total; hook: {hook_s:.3f}s "
-          f"({proc.stderr.strip().splitlines()[0].removeprefix('remote: ').strip()})")
+          f"({_accepted_line(proc.stderr)})")
     return server, f"{root}..{tip}", tip, hook_s, root
 
 

@@ -3,13 +3,14 @@ and a branch already holding a broken gate.yaml takes a person's repair without 
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from mergegate import manifest, policy
-from tests.helpers import AGENT, commit, git, sign_and_commit, write
+from tests.helpers import AGENT, commit, gate, git, sign_and_commit, write
 from tests.receive_helpers import Server, make_server, refused
 
 ORACLE = "oracles/properties/test_p.py"
@@ -160,3 +161,43 @@ def test_a_broken_default_branch_does_not_lock_new_branches_out_of_repair(srv: S
     commit(srv.work, {"src/app.py": "x = 1\n"})
     proc = srv.push("topic")
     assert proc.returncode != 0 and "repair-only" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------- telling an agent from a person
+
+
+def _warnings(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in proc.stderr.splitlines() if "cannot tell an agent from a person" in line]
+
+
+@pytest.mark.parametrize("old,new", [
+    ("pushers: []", 'pushers: ["coder-bot"]'),
+    ("canaries:", "server: {protected_branches: true}\ncanaries:"),
+])
+def test_the_hook_warns_until_the_server_can_tell_agents_apart(srv: Server, old: str, new: str) -> None:
+    commit(srv.work, {"src/app.py": "x = 1\n"})
+    proc = srv.push()
+    assert proc.returncode == 0
+    [line] = _warnings(proc)  # one line, with the fix
+    assert "; fix: " in line and "agents.pushers" in line and "docs/server.md" in line
+    sign_and_commit(srv.work, {"gate.yaml": policy_text(srv.work, old, new)})
+    assert len(_warnings(srv.push())) == 1  # judged by the old policy still
+    commit(srv.work, {"src/app.py": "x = 2\n"})
+    proc = srv.push()
+    assert proc.returncode == 0 and _warnings(proc) == []
+
+
+def test_the_warning_comes_with_a_refusal_too(srv: Server) -> None:
+    commit(srv.work, {"src/app.py": "x = 1\n", ORACLE: "def test_p():\n    assert 2\n"})
+    proc = srv.push()
+    assert proc.returncode != 0 and len(_warnings(proc)) == 1
+
+
+def test_gate_init_says_how_to_identify_agents(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    out = gate(repo, "init", check=0).stdout
+    assert "agents.pushers" in out and "docs/server.md, Identify agents" in out
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "server.md").read_text()
+    assert "## Identify agents" in docs

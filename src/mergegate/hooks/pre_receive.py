@@ -51,6 +51,7 @@ class Target:
 class Judgement:
     refusals: tuple[Refusal, ...]
     commits: int  # new commits judged (a commit judged under two policies counts twice)
+    warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -91,7 +92,24 @@ def judge_push(stdin: bytes, cwd: str | Path | None = None,
     # What the push leaves on each branch judges the next push there: it must stay readable.
     found += server_state.refusals([(t.update.ref, t.new_commit, t.trusted)
                                     for t in targets if t.update.is_branch and t.new_commit], cwd)
-    return Judgement(tuple(dict.fromkeys(found)), judged)
+    warnings = [w for side in sides.values() if (w := identity_warning(side.policy))]
+    return Judgement(tuple(dict.fromkeys(found)), judged, tuple(dict.fromkeys(warnings)))
+
+
+IDENTITY_FIX = ("list the agents' server logins in agents.pushers, or turn on "
+                "server.require_signed_oracle_commits, or protect the default branch on the host "
+                "and set server.protected_branches: true (docs/server.md, Identify agents)")
+
+
+def identity_warning(pol: policy.Policy) -> str:
+    """Why the server cannot tell an agent from a person under ``pol`` ("" when it can): an agent
+    that unsets agents.env and commits with a person's e-mail would pass for one."""
+    server = pol.server
+    if pol.agents.pushers or server.require_signed_oracle_commits or server.protected_branches:
+        return ""
+    return ("warning: the server cannot tell an agent from a person (agents.pushers is empty, "
+            "server.require_signed_oracle_commits and server.protected_branches are off): an agent "
+            f"using a person's e-mail could change the oracle; fix: {IDENTITY_FIX}")
 
 
 def _check_hash(updates: list[pushlog.RefUpdate], cwd: str | Path | None) -> None:
