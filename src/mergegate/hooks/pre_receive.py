@@ -90,8 +90,9 @@ def judge_push(stdin: bytes, cwd: str | Path | None = None,
         found += more
         judged += count
     # What the push leaves on each branch judges the next push there: it must stay readable.
-    found += server_state.refusals([(t.update.ref, t.new_commit, t.trusted)
-                                    for t in targets if t.update.is_branch and t.new_commit], cwd)
+    found += server_state.refusals(
+        [(t.update.ref, t.new_commit, t.trusted, None if sides[t.trusted].broken else sides[t.trusted].policy)
+         for t in targets if t.update.is_branch and t.new_commit], cwd)
     warnings = [w for side in sides.values() if (w := identity_warning(side.policy))]
     return Judgement(tuple(dict.fromkeys(found)), judged, tuple(dict.fromkeys(warnings)))
 

@@ -21,33 +21,39 @@ FIX = ("make the file valid in an oracle-only commit (`gate check` loads it loca
        "the server judges the next push by this branch's copy")
 
 
-def refusals(branches: Sequence[tuple[str, str, str]], cwd: str | Path | None) -> list[Refusal]:
-    """``(ref, new tip, trusted commit)`` per pushed branch -> refusals."""
-    changed = merges.pair_diffs([(new, old) for _ref, new, old in branches], None, cwd)
+def refusals(branches: Sequence[tuple[str, str, str, policy.Policy | None]], cwd: str | Path | None
+             ) -> list[Refusal]:
+    """``(ref, new tip, trusted commit, its policy or None if unreadable)`` per pushed branch."""
+    changed = merges.pair_diffs([(new, old) for _ref, new, old, _pol in branches], None, cwd)
     found = []
-    for (ref, new, _old), paths in zip(branches, changed, strict=True):
-        problem = problem_at(new, paths, cwd)
+    for (ref, new, _old, trusted_policy), paths in zip(branches, changed, strict=True):
+        problem = problem_at(new, paths, trusted_policy, cwd)
         if problem:
             found.append(Refusal(ref, BROKEN, (), f"{problem.fix}; {FIX}" if problem.fix else FIX,
                                  problem.message))
     return found
 
 
-def problem_at(rev: str, changed: set[str], cwd: str | Path | None) -> GateError | None:
+def problem_at(rev: str, changed: set[str], trusted_policy: policy.Policy | None,
+               cwd: str | Path | None) -> GateError | None:
     """Why the files the next push would be judged by at ``rev`` cannot be read (None if they can).
 
-    Only files among ``changed`` (or read by a changed gate.yaml) are loaded.
+    Only files among ``changed`` (or read by a changed gate.yaml) are loaded; an unchanged
+    gate.yaml is the trusted one, already parsed (None: unreadable, the repair path's business).
     """
-    if not changed:
-        return None
     policy_changed = policy.POLICY_FILE in changed
-    data = gitio.file_at(rev, policy.POLICY_FILE, cwd)
-    if data is None:
-        return GateError(f"{policy.POLICY_FILE} is missing at {rev[:12]}") if policy_changed else None
-    try:
-        pol = policy.parse(data, f"{policy.POLICY_FILE} (at {rev[:12]})")
-    except GateError as exc:
-        return exc if policy_changed else None  # already broken: the repair path's business
+    if policy_changed:
+        data = gitio.file_at(rev, policy.POLICY_FILE, cwd)
+        if data is None:
+            return GateError(f"{policy.POLICY_FILE} is missing at {rev[:12]}")
+        try:
+            pol = policy.parse(data, f"{policy.POLICY_FILE} (at {rev[:12]})")
+        except GateError as exc:
+            return exc
+    elif trusted_policy is None or not changed:
+        return None
+    else:
+        pol = trusted_policy
     try:
         if policy_changed or pol.server.allowed_signers in changed:
             _signers(pol, rev, cwd)
