@@ -23,11 +23,13 @@ MIN_BLOBS = 64  # below this many unhashed blobs, git reads them (the pool is no
 
 
 def workers() -> int:
-    """Threads to hash with: every core this process may use."""
+    """Threads to hash with: two per core this process may use (a cold read waits on the disk;
+    the other thread of the pair hashes meanwhile)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return 2 * max(1, cores)
 
 
 def hash_file(path: Path, blob_id: str) -> tuple[str, int] | None:
@@ -68,7 +70,7 @@ def hash_blobs(wanted: Sequence[tuple[str, Path]]) -> dict[str, tuple[str, int]]
     if not unique:
         return {}
     n = workers()
-    if n == 1 or len(unique) < 2:
+    if len(unique) < 2:
         pairs = [(b, hash_file(p, b)) for b, p in unique]
     else:
         with ThreadPoolExecutor(max_workers=n) as pool:
