@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         _say(f"gate pre-receive: internal error {type(exc).__name__}: {exc} (push rejected)", fmt)
         return EXIT_INTERNAL
     for warning in judgement.warnings:  # on every push, accepted or not, until the policy says how
-        _say(f"gate pre-receive: {warning}", "plain")
+        _say(f"gate pre-receive: {warning}", fmt)
     lines = render(judgement.refusals, fmt)
     for line in lines:
         print(line, file=sys.stderr)
