@@ -31,7 +31,7 @@ def test_doctor_names_each_problem_and_its_fix(tmp_path: Path) -> None:
     assert " ok " in areas["policy"] and " ok " in areas["manifest"] and " ok " in areas["catalog"]
     assert "PROBLEM" in areas["hooks"] and "fix: gate install" in out
     assert "PROBLEM" in areas["server"] and "agents.pushers is empty" in areas["server"]
-    assert "require_signed_oracle_commits: true" in out
+    assert "server.protected_branches: true" in out and "server.require_signed_oracle_commits" in out
     _identify_agents(repo)
     gate(repo, "install", check=0)
     code, areas, out = _lines(repo)
@@ -68,3 +68,17 @@ def test_doctor_sees_pre_commit(tmp_path: Path, hook_repo: tuple[str, str]) -> N
     assert proc.returncode == 0, proc.stderr
     code, areas, out = _lines(repo)
     assert code == 0 and "(pre-commit" in areas["hooks"], out
+
+
+def test_doctor_and_the_server_agree_on_identity(tmp_path: Path) -> None:
+    """A protected default branch (server.protected_branches) identifies agents for the doctor as for pre-receive."""
+    from mergegate import agents, policy
+    from mergegate.hooks import pre_receive
+
+    repo = init_repo(tmp_path / "r")
+    text = (repo / "gate.yaml").read_text() + "server:\n  protected_branches: true\n"
+    sign_and_commit(repo, {"gate.yaml": text}, "the host protects main")
+    _code, areas, _out = _lines(repo)
+    assert " ok " in areas["server"] and "protected_branches" in areas["server"], areas["server"]
+    pol = policy.parse(text.encode(), "gate.yaml")
+    assert agents.identity_gap(pol) == "" and pre_receive.identity_warning(pol) == ""

@@ -440,7 +440,14 @@ def test_branch_without_policy_fails_closed(srv: Server) -> None:
     git(srv.work, "checkout", "-q", "--orphan", "bare-branch")
     git(srv.work, "rm", "-rqf", ".")
     commit(srv.work, {"README.md": "x\n"})
-    assert_accepted(srv, srv.push("bare-branch"))  # a new ref: judged by main's policy
+    # A new ref is judged by main's policy; leaving no gate.yaml behind would lock it: refused.
+    proc = srv.push("bare-branch")
+    assert proc.returncode != 0 and srv.ref("bare-branch") is None
+    assert [line.split(" ")[:2] for line in refused(proc)] == [["refs/heads/bare-branch", "broken-config:"]]
+    hook = srv.bare / "hooks" / "pre-receive"  # a branch made so before this check: still closed
+    hook.rename(hook.with_suffix(".off"))
+    assert srv.push("bare-branch").returncode == 0
+    hook.with_suffix(".off").rename(hook)
     commit(srv.work, {"README.md": "y\n"})
     proc = srv.push("bare-branch")
     assert proc.returncode != 0 and "no gate.yaml at" in proc.stderr
@@ -584,3 +591,15 @@ def test_gate_install_pre_receive(tmp_path: Path) -> None:
     assert "not a bare repository" in proc.stderr
     proc = gate(tmp_path, "install", "--pre-receive", str(tmp_path / "nowhere"), check=2)
     assert "not a git repository" in proc.stderr
+
+
+def test_the_summary_counts_the_lines_it_prints(srv: Server) -> None:
+    """Two commits breaking two rules each: two lines, and the summary says two, not four."""
+    before = srv.ref("main")
+    first = commit(srv.work, {"src/a.py": "a = 1\n", ORACLE: "def test_p():\n    assert 0\n"})
+    second = commit(srv.work, {"src/b.py": "b = 1\n", ORACLE: "def test_p():\n    assert 1\n"})
+    proc = srv.push()
+    lines = assert_rejected(srv, proc, before)
+    assert [line.split(" ")[:2] for line in lines] == [[short(first), "mixed,manifest:"],
+                                                       [short(second), "mixed,manifest:"]]
+    assert "push rejected (2 refused commit(s) or ref(s))" in proc.stderr

@@ -112,14 +112,15 @@ def check_hooks(top: Path) -> Finding:
 
 
 def check_server(pol: Policy) -> Finding:
-    if pol.agents.pushers or pol.server.require_signed_oracle_commits:
-        how = (f"agents.pushers lists {len(pol.agents.pushers)} identities" if pol.agents.pushers
-               else "server.require_signed_oracle_commits is true")
-        return Finding("server", True, how)
-    return Finding("server", False, "the server cannot tell an agent's push: agents.pushers is empty and "
-                   "server.require_signed_oracle_commits is false (an agent is known only by an author e-mail "
-                   "it chooses)", "list the agents' push identities in gate.yaml agents.pushers, or set "
-                   "server.require_signed_oracle_commits: true with server.allowed_signers (docs/server.md)")
+    from mergegate import agents
+
+    gap = agents.identity_gap(pol)
+    if gap:
+        return Finding("server", False, gap, agents.IDENTITY_FIX)
+    how = (f"agents.pushers lists {len(pol.agents.pushers)} identities" if pol.agents.pushers
+           else "server.require_signed_oracle_commits is true" if pol.server.require_signed_oracle_commits
+           else "server.protected_branches is true (the host protects the default branch)")
+    return Finding("server", True, how)
 
 
 def run_all(top: Path) -> list[Finding]:

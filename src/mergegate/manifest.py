@@ -4,7 +4,10 @@ One line per file, ``<sha256>  <size>  <path>``, sorted by path bytes, LF
 endings.  Hashes are of the committed blob (what git stores), so CRLF settings
 and the work tree cannot fool it.  A path holding a backslash, CR or LF is
 written as ``sha256sum`` does: the line starts with ``\\`` and the path is
-escaped.  A cache keyed by git blob id means a re-sign hashes only new blobs.
+escaped.  A cache keyed by git blob id means a re-sign hashes only new blobs;
+with no cache (a fresh clone), checked-out files whose git blob id is the blob's
+are hashed on every core instead of reading each blob back through git
+(``coldhash``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mergegate import gitio
+from mergegate import coldhash, gitio
 from mergegate.errors import ConfigError, UsageError
 from mergegate.fsutil import atomic_write
 from mergegate.policy import SIGNED, Policy
@@ -103,8 +106,17 @@ class BlobCache:
             if len(parts) == 3 and len(parts[1]) == 64 and parts[2].isdigit():
                 self.known[parts[0]] = (parts[1], int(parts[2]))
 
-    def fill(self, blob_ids: Iterable[str]) -> None:
-        missing = [b for b in blob_ids if b not in self.known]
+    def fill(self, blob_ids: Iterable[str], files: Iterable[tuple[str, Path]] = ()) -> None:
+        """Hash every blob not known yet; ``files``: (blob id, work tree file) pairs that may hold
+        them, hashed cold on every core (``coldhash``), git reading the rest."""
+        missing = [b for b in dict.fromkeys(blob_ids) if b not in self.known]
+        todo = set(missing)
+        candidates = [(b, p) for b, p in files if b in todo]
+        if len(candidates) >= coldhash.MIN_BLOBS:
+            found = coldhash.hash_blobs(candidates)
+            self.known.update(found)
+            self._new += found
+            missing = [b for b in missing if b not in found]
         for blob, data in gitio.read_blobs(missing, self.cwd):
             self.known[blob] = (hashlib.sha256(data).hexdigest(), len(data))
             self._new.append(blob)
@@ -144,8 +156,16 @@ def rows_at(rev: str | None, policy: Policy, cwd: str | Path | None = None,
     entries = gitio.ls_index(cwd) if rev is None else gitio.ls_tree(rev, cwd)
     signed = _signed(entries, policy)
     cache = cache or BlobCache(cwd)
-    cache.fill(e.sha for e in signed)
+    unknown = [e for e in signed if e.sha not in cache.known]
+    top = _worktree(cwd) if len(unknown) >= coldhash.MIN_BLOBS else None
+    cache.fill((e.sha for e in signed), [(e.sha, top / e.path) for e in unknown] if top else ())
     return [Row(*cache.known[e.sha], e.path) for e in signed]
+
+
+def _worktree(cwd: str | Path | None) -> Path | None:
+    """The work tree's root (None in a bare repository): its files may hold the blobs."""
+    proc = gitio.run(["rev-parse", "--show-toplevel"], cwd, check=False)
+    return Path(os.fsdecode(proc.stdout.rstrip(b"\n"))) if proc.returncode == 0 and proc.stdout.strip() else None
 
 
 def worktree_rows(policy: Policy, cwd: str | Path | None = None) -> list[Row]:

@@ -87,6 +87,9 @@ class Server:
     require_signed_oracle_commits: bool = False
     allowed_signers: str | None = None  # path inside the repository, read from the trusted side
     agent_force_push: str = "refuse"  # refuse | allow
+    # The host lets only people push to the default branch (agents open merge requests): one of the
+    # ways, with agents.pushers and signed oracle commits, the server tells an agent from a person.
+    protected_branches: bool = False
 
 
 @dataclass(frozen=True)
@@ -300,6 +303,9 @@ def _server(doc: yamlio.Doc, raw: Any) -> Server:
             doc, ("server", "require_signed_oracle_commits"),
             values["require_signed_oracle_commits"], bool, "true or false",
         )
+    if "protected_branches" in values:
+        yamlio.expect(doc, ("server", "protected_branches"), values["protected_branches"], bool,
+                      "true or false")
     if values.get("allowed_signers") is not None:
         yamlio.expect(doc, ("server", "allowed_signers"), values["allowed_signers"], str, "a path")
     if "agent_force_push" in values and values["agent_force_push"] not in ("refuse", "allow"):

@@ -67,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
         print("repos:\n" + entry.rstrip())
         print("\nWithout pre-commit: `gate install` writes the same checks as a plain git hook.")
     print("\nThen commit these files on their own: git add -A && git commit -m 'Adopt mergegate'")
+    print("\nOn the server (gate install --pre-receive), tell agents from people: list the agents' "
+          "logins in agents.pushers, or require signed oracle commits, or protect the default branch "
+          "(docs/server.md, Identify agents); until then the hook warns on every push.")
     return 0
 
 

@@ -36,11 +36,15 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # fail closed, one line, no traceback for the pusher to read
         _say(f"gate pre-receive: internal error {type(exc).__name__}: {exc} (push rejected)", fmt)
         return EXIT_INTERNAL
-    for line in render(judgement.refusals, fmt):
+    for warning in judgement.warnings:  # on every push, accepted or not, until the policy says how
+        _say(f"gate pre-receive: {warning}", fmt)
+    lines = render(judgement.refusals, fmt)
+    for line in lines:
         print(line, file=sys.stderr)
     if judgement.ok:
         _say(f"gate pre-receive: {judgement.commits} new commit(s) checked, push accepted", "plain")
         return 0
-    _say(f"gate pre-receive: push rejected ({len(judgement.refusals)} refusal(s)); no ref was updated",
-         fmt)
+    # One line per refused commit or ref (its rules joined): the count is of those lines.
+    _say(f"gate pre-receive: push rejected ({len(lines)} refused commit(s) or ref(s)); "
+         "no ref was updated", fmt)
     return EXIT_NO

@@ -17,20 +17,24 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from mergegate import agents, gitio, policy, pushlog
+from mergegate import agents, gitio, merges, policy, pushlog
 from mergegate.errors import UsageError
-from mergegate.hooks import push_manifest, trusted
+from mergegate.hooks import push_manifest, server_state, trusted
 from mergegate.hooks.installer import write_hook
-from mergegate.hooks.receive_rules import NOT_A_COMMIT, CommitFacts, Refusal, judge_commit, judge_ref
+from mergegate.hooks.receive_rules import NOT_A_COMMIT, CommitFacts, Refusal, judge_commit, judge_ref, short
 from mergegate.manifest import Report
 from mergegate.split import Split, split_paths
 
 # Where servers put the pusher's login: ours, GitLab, GitHub Enterprise, Gitea.
 PUSHER_VARS = ("GATE_PUSHER", "GL_USERNAME", "GITHUB_USER_LOGIN", "GITEA_PUSHER_NAME")
 MARKER = "# mergegate pre-receive hook"
+REPAIR_ONLY = "repair-only"
+REPAIR_FIX = ("a person pushes first a commit that only repairs gate.yaml (re-signed: "
+              "`gate manifest sign --staged`), then the rest (docs/server.md, Recovery)")
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class Target:
 class Judgement:
     refusals: tuple[Refusal, ...]
     commits: int  # new commits judged (a commit judged under two policies counts twice)
+    warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -84,7 +89,18 @@ def judge_push(stdin: bytes, cwd: str | Path | None = None,
         more, count = _judge_group(side, group, cwd, env)
         found += more
         judged += count
-    return Judgement(tuple(dict.fromkeys(found)), judged)
+    # What the push leaves on each branch judges the next push there: it must stay readable.
+    found += server_state.refusals(
+        [(t.update.ref, t.new_commit, t.trusted, None if sides[t.trusted].broken else sides[t.trusted].policy)
+         for t in targets if t.update.is_branch and t.new_commit], cwd)
+    warnings = [w for side in sides.values() if (w := identity_warning(side.policy))]
+    return Judgement(tuple(dict.fromkeys(found)), judged, tuple(dict.fromkeys(warnings)))
+
+
+def identity_warning(pol: policy.Policy) -> str:
+    """The warning every push prints while the server cannot tell an agent from a person ("" when it can)."""
+    gap = agents.identity_gap(pol)
+    return f"warning: {gap}; fix: {agents.IDENTITY_FIX}" if gap else ""
 
 
 def _check_hash(updates: list[pushlog.RefUpdate], cwd: str | Path | None) -> None:
@@ -147,45 +163,95 @@ def _judge_group(side: trusted.Side, group: list[Target], cwd: str | Path | None
             ff = gitio.is_ancestor(t.old_commit, t.new_commit, cwd)
         refusals += judge_ref(t.update.ref, t.update.deleted, ff, pusher_agent, pol.server.agent_force_push)
     tips = [t.new_commit for t in group if t.new_commit]
-    splitter = Splitter(pol)
-    commits: list[gitio.LoggedCommit] = []
-    splits: dict[str, Split] = {}  # only commits touching a guarded path: no rule bites the others
-    for c in gitio.iter_new_commits(tips, cwd):  # judged while git is still walking
-        commits.append(c)
-        if splitter.touches_guarded(c.changes):
-            splits[c.sha] = splitter.split(c.changes)
-    reports: dict[str, Report] = {}
-    bad_signatures: set[str] = set()
-    signers = ""
-    required = pol.server.require_signed_oracle_commits
-    if splits:
-        trees = push_manifest.SignedTrees(pol, cwd)
-        trees.build(commits)
-        reports = push_manifest.verify(trees, list(splits), side.policy_blob)
-        if required:
-            signers = pol.server.allowed_signers or ""
-            bad_signatures = _verify_signatures(side, list(splits), cwd)
-    for c in reversed(commits):  # oldest first, as the pusher wrote them
-        if c.sha not in splits:
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        walk = _walk(pol, env, who, tips, cwd, pool)
+        # The merges' own changes are worked out (mostly by git, on another core) while the
+        # manifests are checked here.
+        graph = walk.ancestry
+        taken = pool.submit(lambda: merges.brought(walk.doubtful, cwd, graph.result() if graph else None))
+        reports, bad_signatures, signers = _manifests(side, walk, cwd)
+        brought = taken.result()
+    if side.broken:
+        refusals += _repair_only(side, walk, env, who)
+    required = pol.server.require_signed_oracle_commits and not side.broken
+    for c in reversed(walk.commits):  # oldest first, as the pusher wrote them
+        if c.sha not in walk.splits:
             continue
-        agent = agent_reason(pol, env, c.author_email, who)
-        own = splits[c.sha]
-        if len(c.parents) > 1 and (own.mixed or (agent and own.guarded)):
-            own = _own_changes(splitter, c, cwd)
-        facts = CommitFacts(c.sha, own, agent, reports.get(c.sha),
+        own = walk.splits[c.sha]
+        if brought.get(c.sha):
+            own = walk.splitter.split(ch for ch in c.changes if ch.path not in brought[c.sha])
+        facts = CommitFacts(c.sha, own, walk.agents[c.sha], reports.get(c.sha),
                             c.sha not in bad_signatures if required else None, signers,
                             merge=len(c.parents) > 1)
         refusals += judge_commit(facts)
-    return refusals, len(commits)
+    return refusals, len(walk.commits)
 
 
-def _own_changes(splitter: Splitter, c: gitio.LoggedCommit, cwd: str | Path | None) -> Split:
-    """A merge's changes less what it takes unchanged from a parent that brought them (judged there).
+@dataclass
+class _Walk:
+    """The new commits of one group, and what the rules need of those touching a guarded path."""
 
-    Only asked for a merge that would otherwise be refused, so an ordinary push pays nothing.
+    splitter: Splitter
+    commits: list[gitio.LoggedCommit] = field(default_factory=list)
+    splits: dict[str, Split] = field(default_factory=dict)  # no rule bites a commit not in here
+    agents: dict[str, str] = field(default_factory=dict)
+    doubtful: list[merges.Merge] = field(default_factory=list)  # merges to judge by their own changes
+    ancestry: Future[merges.Graph] | None = None
+
+
+def _walk(pol: policy.Policy, env: Mapping[str, str], who: tuple[str, ...], tips: list[str],
+          cwd: str | Path | None, pool: ThreadPoolExecutor) -> _Walk:
+    """Read the push's commits while git is still walking them.
+
+    A merge whose first-parent diff would be refused may owe that to what its side
+    brought; the first such merge starts the one ``rev-list --parents`` all of them need.
     """
-    brought = gitio.merge_brought(c.sha, c.parents[0], c.parents[1:], [ch.path for ch in c.changes], cwd)
-    return splitter.split(ch for ch in c.changes if ch.path not in brought)
+    walk = _Walk(Splitter(pol))
+    for c in gitio.iter_new_commits(tips, cwd):
+        walk.commits.append(c)
+        if not walk.splitter.touches_guarded(c.changes):
+            continue
+        split = walk.splits[c.sha] = walk.splitter.split(c.changes)
+        agent = walk.agents[c.sha] = agent_reason(pol, env, c.author_email, who)
+        if len(c.parents) > 1 and (split.mixed or (agent and split.guarded)):
+            walk.doubtful.append(merges.Merge(c.sha, c.parents, tuple(ch.path for ch in c.changes)))
+            if walk.ancestry is None:
+                walk.ancestry = pool.submit(merges.ancestry, tips, cwd)
+    return walk
+
+
+def _repair_only(side: trusted.Side, walk: _Walk, env: Mapping[str, str], who: tuple[str, ...]
+                 ) -> list[Refusal]:
+    """On a branch whose gate.yaml the server cannot read, only a person's repair gets through:
+    commits changing nothing but the policy files and the manifest (judged by the last readable
+    gate.yaml); the state it leaves is then checked like any push's (``server_state``)."""
+    pol = side.policy
+    allowed = {policy.POLICY, policy.MANIFEST}
+    found = []
+    for c in reversed(walk.commits):
+        agent = agent_reason(pol, env, c.author_email, who)
+        other = tuple(ch.path for ch in c.changes if walk.splitter.classify(ch.path) not in allowed
+                      and ch.path != pol.server.allowed_signers)
+        if agent or other:
+            why = (f"the server cannot judge this branch ({side.broken}); "
+                   + (f"an agent's commit ({agent}) cannot repair it" if agent
+                      else "a repair changes only the policy files and the manifest"))
+            found.append(Refusal(short(c.sha), REPAIR_ONLY, other, REPAIR_FIX, why))
+    return found
+
+
+def _manifests(side: trusted.Side, walk: _Walk, cwd: str | Path | None
+               ) -> tuple[dict[str, Report], set[str], str]:
+    """Manifest reports of the commits touching guarded paths, and the badly signed ones."""
+    if not walk.splits:
+        return {}, set(), ""
+    pol = side.policy
+    trees = push_manifest.SignedTrees(pol, cwd)
+    trees.build(walk.commits)
+    reports = push_manifest.verify(trees, list(walk.splits), side.policy_blob)
+    if not pol.server.require_signed_oracle_commits or side.broken:  # broken: no signers to trust
+        return reports, set(), ""
+    return reports, _verify_signatures(side, list(walk.splits), cwd), pol.server.allowed_signers or ""
 
 
 class Splitter:
