@@ -18,6 +18,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from mergegate import secretscan
 from mergegate.ledger import Entry
 from mergegate.patchparse import DiffError, ParsedDiff, parse_diff
 from mergegate.policy import Policy
@@ -123,27 +124,30 @@ def canary_parse_diff(diff: bytes) -> tuple[CanaryResult, ParsedDiff | None]:
 
 
 def canary_no_secret_marker(parsed: ParsedDiff, markers: Sequence[str],
-                            binary_after: Mapping[str, bytes] | None = None) -> CanaryResult:
+                            binary_after: Mapping[str, bytes] | None = None,
+                            cap: int = secretscan.MAX_SCAN_BYTES) -> CanaryResult:
     """No ADDED line matches a secret marker (removing a leaked key is fine).
 
     A binary file has no lines in the patch, so ``binary_after`` (its bytes after the
-    patch) is scanned whole: a NUL byte must not hide a key from the scan.
+    patch) is scanned whole: a NUL byte must not hide a key from the scan.  The scan is
+    linear (``secretscan``); a patch bringing more than ``cap`` bytes is a miss, unread.
     """
+    binaries = binary_after or {}
+    size = sum(len(raw) for f in parsed.files for _, raw in f.added) + sum(len(d) for d in binaries.values())
+    reason = secretscan.over_cap(size, cap)
+    if reason is not None:
+        return CanaryResult("no_secret_marker", False, reason)
     patterns = [re.compile(m) for m in markers]
     for f in parsed.files:
         for number, raw in f.added:
-            text = raw.decode("utf-8", "replace")
-            for pattern in patterns:
-                if pattern.search(text):
-                    where = f"{f.new_path or f.old_path}:{number}"
-                    return CanaryResult("no_secret_marker", False,
-                                        f"{where} adds a line matching {pattern.pattern!r}")
-    for path, data in sorted((binary_after or {}).items()):
-        text = data.decode("latin-1")
-        for pattern in patterns:
-            if pattern.search(text):
-                return CanaryResult("no_secret_marker", False,
-                                    f"binary file {path} holds a match for {pattern.pattern!r}")
+            hit = secretscan.search(patterns, raw.decode("utf-8", "replace"))
+            if hit is not None:
+                where = f"{f.new_path or f.old_path}:{number}"
+                return CanaryResult("no_secret_marker", False, f"{where} adds a line matching {hit.pattern!r}")
+    for path, data in sorted(binaries.items()):
+        hit = secretscan.search(patterns, data.decode("latin-1"))
+        if hit is not None:
+            return CanaryResult("no_secret_marker", False, f"binary file {path} holds a match for {hit.pattern!r}")
     return CanaryResult("no_secret_marker", True, f"{len(patterns)} marker(s), no match")
 
 
