@@ -208,23 +208,26 @@ def run_canaries(diff: bytes, base: str, policy: Policy, cwd: str | Path | None 
     """The four canaries against ``base`` in ``cwd``'s repository, in order, stopping at a miss.
 
     ``apply_check`` applies the patch to ``base`` in a temporary index (no work
-    tree); the resulting tree is what ``public_signature`` reads as head.
+    tree).  The later canaries read git's own reading of it (``gitpatch``): the
+    files and added lines git really applied, never our parser's.
     """
-    from mergegate import gitio
+    from mergegate import gitio, gitpatch
     from mergegate.policy import PRODUCTION
 
     parse, parsed = canary_parse_diff(diff)
     if parsed is None:
         return (parse,)
-    ok, message, tree = gitio.patched_tree(diff, base, cwd)
+    reading = gitpatch.read(diff, base, cwd)
+    ok, message, tree = reading.ok, reading.message, reading.tree
     apply = CanaryResult("apply_check", ok, message if ok else f"does not apply to {base[:12]}: {message}")
-    if tree is None:
+    if tree is None or reading.parsed is None:
         return parse, apply
-    binaries = [f.new_path for f in parsed.files if f.binary and f.new_path is not None]
-    secret = canary_no_secret_marker(parsed, policy.canaries.secret_markers, gitio.files_at(tree, binaries, cwd))
+    applied = reading.parsed
+    binaries = [f.new_path for f in applied.files if f.binary and f.new_path is not None]
+    secret = canary_no_secret_marker(applied, policy.canaries.secret_markers, gitio.files_at(tree, binaries, cwd))
     if not secret.ok:
         return parse, apply, secret
-    modules = [p for p in parsed.touched if p.endswith(".py") and policy.classify(p) == PRODUCTION]
+    modules = [p for p in applied.touched if p.endswith(".py") and policy.classify(p) == PRODUCTION]
     before = _sources(base, modules, cwd)
     after = _sources(tree, modules, cwd)
     return parse, apply, secret, canary_public_signature(before, after)

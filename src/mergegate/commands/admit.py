@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from mergegate import admission, gitio, ledger, repo
+from mergegate import admission, gitio, gitpatch, ledger, repo
 from mergegate.commands._engine_out import emit_json, line, table
 from mergegate.errors import ConfigError, UsageError
 from mergegate.patchparse import parse_diff
@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     freeze_ids: set[str] = set()
     if others:
         led = ledger.load_at(base, policy.paths.ledger)
-        touched = parse_diff(diff).touched
+        reading = gitpatch.read(diff, base)  # the paths git applies, not our parser's reading
+        touched = reading.parsed.touched if reading.parsed is not None else parse_diff(diff).touched
         freeze_ids = admission.usable_freeze_ids(led.entries, others, touched, ledger.utcnow())
     result = admission.admit(diff, checks, freeze_ids)
     seeds = hashlib.sha256(json.dumps(list(policy.verdict.seeds)).encode()).hexdigest()
