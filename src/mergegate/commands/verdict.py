@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mergegate import differential as diff
-from mergegate import ledger, unified, verdicts
+from mergegate import ledger, packet, unified, verdicts
 from mergegate.commands._engine_out import emit_json, line, table
 from mergegate.errors import ConfigError, UsageError
 
@@ -142,6 +142,10 @@ def _summary(rows: list[diff.Row], prop: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     ev = args.evidence
+    if ev:
+        if not Path(ev).is_dir():
+            raise UsageError(f"{ev}: no such evidence directory", "pass the directory a check wrote")
+        packet.verify(ev)  # a mixed or torn packet is refused, never half-read
     contract_path = _path(args.contract, ev, "contract.json")
     if contract_path is None:
         raise UsageError("no contract", "pass --contract FILE or --evidence DIR")
