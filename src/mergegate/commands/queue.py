@@ -79,7 +79,7 @@ def _accept(args: argparse.Namespace, top: Path) -> int:
                          "read it with `gate queue show`; accept anyway with --force, or reject it")
     code = queue.candidate_code(root, meta)
     done = queue.decide(root, meta.id, "accepted", "", email or "unknown",
-                        install=lambda m: accept.install(root, policy, m, code))
+                        install=lambda m: accept.install(root, policy, m, code, queue.root(root) / m.id))
     print(f"accepted {done.id[:12]}: installed {done.installed_as} (read-only), catalog entries written, "
           "manifest re-signed; all staged")
     print(f"commit it on its own: git commit -m 'oracle: accept drafted property for {done.target}'")

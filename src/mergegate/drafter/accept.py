@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from mergegate import catalog, fsutil, gitio, manifest
+from mergegate.drafter import journal
 from mergegate.drafter.queue import Meta
 from mergegate.errors import UsageError
 from mergegate.policy import GUARDED, ORACLE, Policy
@@ -68,8 +69,12 @@ def check_index(policy: Policy, top: Path) -> None:
                          "commit or unstage them first: an accepted candidate is an oracle-only commit")
 
 
-def install(top: Path, policy: Policy, meta: Meta, code: bytes) -> str:
-    """Write, stage and sign; returns the oracle file's path."""
+def install(top: Path, policy: Policy, meta: Meta, code: bytes, entry_dir: Path | None = None) -> str:
+    """Write, stage and sign; returns the oracle file's path.
+
+    With ``entry_dir`` (the queue entry), a journal of every path touched is written
+    first (``journal``), so a killed install is rolled back by the next run.
+    """
     check_index(policy, top)
     short = meta.id[:8]
     rel = f"{oracle_dir(policy)}/test_{slug(meta.target)}_{short}.py"
@@ -77,22 +82,31 @@ def install(top: Path, policy: Policy, meta: Meta, code: bytes) -> str:
         raise UsageError(f"{rel} would not be an oracle path", "check paths.oracle in gate.yaml")
     if (top / rel).exists():
         raise UsageError(f"{rel} already exists", "remove it or reject the candidate")
+    files = _plan(top, policy, meta, code, rel)
+    if entry_dir is not None:
+        journal.begin(top, entry_dir, [*files, policy.paths.manifest])
+    for path, (data, mode) in files.items():
+        fsutil.atomic_write(top / path, data, mode=mode)
+    gitio.out(["add", "--", *(f":(literal,top){p}" for p in files)], top)
+    manifest.sign_staged(policy, top)
+    return rel
+
+
+def _plan(top: Path, policy: Policy, meta: Meta, code: bytes, rel: str) -> dict[str, tuple[bytes, int | None]]:
+    """Every file the install writes: catalog entries, the oracle file (read-only), claimed.yaml."""
+    short = meta.id[:8]
     cat_dir = policy.paths.catalog
-    staged = [rel]
+    files: dict[str, tuple[bytes, int | None]] = {}
     ids = []
     for func in test_functions(code):
         pid = f"{func.removeprefix('test_').strip('_') or 'property'}-{short}"
         text = entry_text(pid, f"{rel}::{func}", f"drafted by {meta.drafter} for {meta.target}; accepted by a person",
                           [meta.target_path] if meta.target_path else [])
         catalog.parse_entry(text, f"{cat_dir}/{pid}.yaml")  # our own output must load
-        fsutil.atomic_write(top / cat_dir / f"{pid}.yaml", text, mode=0o644)
-        staged.append(f"{cat_dir}/{pid}.yaml")
+        files[f"{cat_dir}/{pid}.yaml"] = (text, 0o644)
         ids.append(pid)
-    fsutil.atomic_write(top / rel, code, mode=0o444)
+    files[rel] = (code, 0o444)
     claimed = top / cat_dir / catalog.CLAIMED_FILE
     if claimed.is_file():
-        fsutil.atomic_write(claimed, claimed_text(claimed.read_bytes(), ids, str(claimed)))
-        staged.append(f"{cat_dir}/{catalog.CLAIMED_FILE}")
-    gitio.out(["add", "--", *(f":(literal,top){p}" for p in staged)], top)
-    manifest.sign_staged(policy, top)
-    return rel
+        files[f"{cat_dir}/{catalog.CLAIMED_FILE}"] = (claimed_text(claimed.read_bytes(), ids, str(claimed)), None)
+    return files

@@ -130,12 +130,29 @@ def decide(top: Path, candidate: str, status: str, reason: str, by: str,
     ``install`` (for accept) runs inside the lock and returns where the candidate went,
     so two concurrent accepts of one candidate cannot both install it.
     """
+    from mergegate.drafter import journal
+
     with locked(top) as qdir:
+        recover(top, qdir)
         meta = find(top, candidate)
         if meta.status != "pending":
             raise UsageError(f"candidate {meta.id[:12]} is already {meta.status}",
                              "`gate queue list` shows the pending ones")
         installed_as = install(meta) if install is not None else ""
         meta = replace(meta, status=status, reason=reason, decided_by=by, decided_at=now(), installed_as=installed_as)
-        fsutil.atomic_write(qdir / meta.id / META, meta.to_bytes(), mode=0o644)
+        fsutil.atomic_write(qdir / meta.id / META, meta.to_bytes(), mode=0o644)  # the commit point
+        journal.finish(qdir / meta.id)
     return meta
+
+
+def recover(top: Path, qdir: Path) -> None:
+    """Finish what a killed accept left (under the lock): roll back a pending one, forget an accepted one's journal."""
+    from mergegate.drafter import journal
+
+    for entry in sorted(qdir.iterdir()):
+        if entry.name.startswith(".") or not journal.pending(entry):
+            continue
+        if _read_meta(entry / META).status == "accepted":
+            journal.finish(entry)
+        else:
+            journal.rollback(top, entry)
