@@ -10,6 +10,7 @@ is one line.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -216,6 +217,8 @@ def expect(doc: Doc, path: Path, value: Any, kind: type | tuple[type, ...], hint
     ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
     if not ok:
         raise doc.error(path, f"{_where(path)} must be {hint}, not {_kind(value)}", f"write {hint}")
+    if isinstance(value, float) and not math.isfinite(value):  # .inf and .nan are floats no limit honours
+        raise doc.error(path, f"{_where(path)} must be a finite number, not {value}", f"write {hint}")
     return value
 
 

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mergegate import differential, globs, ledger, packet
+from mergegate import differential, globs, jsonio, ledger, packet
 from mergegate.errors import ConfigError, UsageError
 from mergegate.fsutil import work_area
 from mergegate.policy import Policy
@@ -154,11 +154,9 @@ def propose(args: argparse.Namespace, now: dt.datetime) -> int:
         packet.verify(source.parent)
     try:
         raw = source.read_bytes()
-        data = json.loads(raw)
     except FileNotFoundError:
         raise UsageError(f"{source}: no such decision file", "run `gate decide --out decision.json` first") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(str(source), exc.lineno, f"not JSON: {exc.msg}", "pass a decision JSON") from None
+    data = jsonio.loads(raw, str(source), fix="pass a decision JSON")
     proposals = _proposals(data, str(source))
     if not proposals:
         print(f"{source}: nothing to propose (no propose_freeze)")

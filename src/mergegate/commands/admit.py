@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from mergegate import admission, gitio, gitpatch, ledger, repo
+from mergegate import admission, gitio, gitpatch, jsonio, ledger, repo
 from mergegate.commands._engine_out import emit_json, line, table
 from mergegate.errors import ConfigError, UsageError
 from mergegate.patchparse import parse_diff
@@ -46,15 +46,15 @@ def _checks(path: str | None, blob: str) -> list[admission.Check]:
     if path is None:
         return []
     checks = []
-    for number, text in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for number, text in jsonio.lines(Path(path).read_bytes().decode("utf-8", "surrogateescape")):
         if not text.strip():
             continue
+        data = jsonio.loads(text.encode("utf-8", "surrogateescape"), path, number)
         try:
-            data = json.loads(text)
             kind = admission.Kind(data["kind"])
             test_id = data["test_id"]
             eligible = data.get("quarantine_eligible", False)
-        except (json.JSONDecodeError, KeyError, ValueError, TypeError):
+        except (KeyError, ValueError, TypeError, AttributeError):
             raise ConfigError(path, number, "not a check row",
                               '{"test_id": "p", "kind": "PROP_FAIL", "quarantine_eligible": true}') from None
         if not isinstance(test_id, str) or test_id in admission.CANARIES or not isinstance(eligible, bool):

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Any
 
 from mergegate import differential as diff
-from mergegate import ledger, packet, unified, verdicts
+from mergegate import jsonio, ledger, packet, unified, verdicts
 from mergegate.commands._engine_out import emit_json, line, table
 from mergegate.errors import ConfigError, UsageError
 
@@ -54,11 +53,9 @@ def _path(explicit: str | None, evidence: str | None, name: str) -> Path | None:
 
 def _json_file(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsonio.loads(path.read_bytes(), str(path))
     except FileNotFoundError:
         raise ConfigError(str(path), None, "no such file", "pass an existing file") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(str(path), exc.lineno, f"not JSON: {exc.msg}", "fix the JSON") from None
 
 
 def _id_list(path: Path | None, key: str) -> tuple[str, ...] | None:

@@ -86,12 +86,19 @@ def put(top: Path, code: bytes, meta: Meta) -> bool:
 
 def _read_meta(path: Path) -> Meta:
     source = str(path)
+    fix = "remove the entry directory; the drafter can make it again"
+    from mergegate import jsonio
+
+    raw = jsonio.loads(path.read_bytes(), source, fix=fix)
     try:
-        raw = json.loads(path.read_bytes())
         meta = Meta(**raw)
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(source, None, f"unreadable queue entry ({exc})",
-                          "remove the entry directory; the drafter can make it again") from None
+    except TypeError as exc:
+        raise ConfigError(source, None, f"unreadable queue entry ({exc})", fix) from None
+    for name, value in asdict(meta).items():  # exact types: a null field is refused here, not a traceback later
+        want = dict if name == "triage" else str
+        if type(value) is not want:
+            raise ConfigError(source, None, f"queue entry field {name!r} must be a {want.__name__}, not {value!r}",
+                              fix)
     if meta.status not in STATUSES:
         raise ConfigError(source, None, f"unknown status {meta.status!r}", "write pending, accepted or rejected")
     return meta
