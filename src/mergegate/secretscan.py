@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-WINDOW = 4096
-STEP = 2048  # windows overlap by WINDOW - STEP: any match up to STEP characters is seen whole
+WINDOW = 2048
+STEP = 1024  # windows overlap by WINDOW - STEP: any match up to STEP characters is seen whole
 MAX_SCAN_BYTES = 16 * 1024 * 1024  # added text plus binary files a patch may bring; above it the canary misses
 
 
