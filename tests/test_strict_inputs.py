@@ -146,8 +146,9 @@ def test_lock_contention_is_another_gate_running(repo: Path) -> None:
     git(repo, "add", "-A")
     lock = repo / ".git/index.lock"
     lock.write_text("")
-    one_line_exit_2(gate(repo, "manifest", "sign", "--staged"), "another gate", "index.lock")
-    assert "remove the file manually" not in gate(repo, "manifest", "sign", "--staged").stderr
+    held = gate(repo, "manifest", "sign", "--staged")
+    one_line_exit_2(held, "another gate", "index.lock")
+    assert "remove the file manually" not in held.stderr
     timer = threading.Timer(0.4, lock.unlink)
     timer.start()
     proc = gate(repo, "manifest", "sign", "--staged")  # waits for the lock, then signs
