@@ -131,3 +131,35 @@ def test_fuzz_patches(repo: Path, files: list[bytes], noise: bytes) -> None:
     (repo / "p.diff").write_bytes(noise + b"\n" + b"".join(files))
     code, err = cli(repo, "admit", "p.diff", "--json")
     judged(code, err, "p.diff")
+
+
+HOSTILE = [
+    ("freeze_ledger.yaml", "version: 1\n" + "".join(f"l{n + 1}: &l{n + 1} [{', '.join([f'*l{n}'] * 9)}]\n"
+                                                   for n in range(12)).replace("*l0", "'lol'")),
+    ("freeze_ledger.yaml", "version: " + "[" * 50_000 + "\n"),
+    ("freeze_ledger.yaml", "version: 1\nx: " + "9" * 100_000 + "\n"),
+    ("contract.json", "[" * 200_000),
+    ("contract.json", '{"seeds": [' + "1" * 200_000 + "]}"),
+]
+
+
+@pytest.mark.parametrize(("name", "text"), HOSTILE, ids=[f"{n}-{i}" for i, (n, _) in enumerate(HOSTILE)])
+def test_hostile_inputs_under_a_memory_cap(tmp_path: Path, name: str, text: str) -> None:
+    import resource
+    import subprocess
+    import sys
+
+    from tests.helpers import clean_env
+
+    (tmp_path / name).write_text(text)
+    (tmp_path / "runs.jsonl").write_text("")
+    argv = (["freeze", "list", "--ledger", name] if name.endswith(".yaml") else
+            ["verdict", "--contract", name, "--runs", "runs.jsonl", "--base-runs", "runs.jsonl"])
+
+    def cap() -> None:  # 400 MB of address space for the whole CLI
+        resource.setrlimit(resource.RLIMIT_AS, (400 << 20, 400 << 20))
+
+    proc = subprocess.run([sys.executable, "-m", "mergegate", *argv], cwd=tmp_path, env=clean_env(),
+                          capture_output=True, text=True, timeout=60, preexec_fn=cap, check=False)
+    judged(proc.returncode, proc.stderr, name)
+    assert proc.returncode == 2, proc.stderr
