@@ -18,6 +18,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from mergegate import secretscan
 from mergegate.ledger import Entry
 from mergegate.patchparse import DiffError, ParsedDiff, parse_diff
 from mergegate.policy import Policy
@@ -123,27 +124,30 @@ def canary_parse_diff(diff: bytes) -> tuple[CanaryResult, ParsedDiff | None]:
 
 
 def canary_no_secret_marker(parsed: ParsedDiff, markers: Sequence[str],
-                            binary_after: Mapping[str, bytes] | None = None) -> CanaryResult:
+                            binary_after: Mapping[str, bytes] | None = None,
+                            cap: int = secretscan.MAX_SCAN_BYTES) -> CanaryResult:
     """No ADDED line matches a secret marker (removing a leaked key is fine).
 
     A binary file has no lines in the patch, so ``binary_after`` (its bytes after the
-    patch) is scanned whole: a NUL byte must not hide a key from the scan.
+    patch) is scanned whole: a NUL byte must not hide a key from the scan.  The scan is
+    linear (``secretscan``); a patch bringing more than ``cap`` bytes is a miss, unread.
     """
+    binaries = binary_after or {}
+    size = sum(len(raw) for f in parsed.files for _, raw in f.added) + sum(len(d) for d in binaries.values())
+    reason = secretscan.over_cap(size, cap)
+    if reason is not None:
+        return CanaryResult("no_secret_marker", False, reason)
     patterns = [re.compile(m) for m in markers]
     for f in parsed.files:
         for number, raw in f.added:
-            text = raw.decode("utf-8", "replace")
-            for pattern in patterns:
-                if pattern.search(text):
-                    where = f"{f.new_path or f.old_path}:{number}"
-                    return CanaryResult("no_secret_marker", False,
-                                        f"{where} adds a line matching {pattern.pattern!r}")
-    for path, data in sorted((binary_after or {}).items()):
-        text = data.decode("latin-1")
-        for pattern in patterns:
-            if pattern.search(text):
-                return CanaryResult("no_secret_marker", False,
-                                    f"binary file {path} holds a match for {pattern.pattern!r}")
+            hit = secretscan.search(patterns, raw.decode("utf-8", "replace"))
+            if hit is not None:
+                where = f"{f.new_path or f.old_path}:{number}"
+                return CanaryResult("no_secret_marker", False, f"{where} adds a line matching {hit.pattern!r}")
+    for path, data in sorted(binaries.items()):
+        hit = secretscan.search(patterns, data.decode("latin-1"))
+        if hit is not None:
+            return CanaryResult("no_secret_marker", False, f"binary file {path} holds a match for {hit.pattern!r}")
     return CanaryResult("no_secret_marker", True, f"{len(patterns)} marker(s), no match")
 
 
@@ -204,23 +208,26 @@ def run_canaries(diff: bytes, base: str, policy: Policy, cwd: str | Path | None 
     """The four canaries against ``base`` in ``cwd``'s repository, in order, stopping at a miss.
 
     ``apply_check`` applies the patch to ``base`` in a temporary index (no work
-    tree); the resulting tree is what ``public_signature`` reads as head.
+    tree).  The later canaries read git's own reading of it (``gitpatch``): the
+    files and added lines git really applied, never our parser's.
     """
-    from mergegate import gitio
+    from mergegate import gitio, gitpatch
     from mergegate.policy import PRODUCTION
 
     parse, parsed = canary_parse_diff(diff)
     if parsed is None:
         return (parse,)
-    ok, message, tree = gitio.patched_tree(diff, base, cwd)
+    reading = gitpatch.read(diff, base, cwd)
+    ok, message, tree = reading.ok, reading.message, reading.tree
     apply = CanaryResult("apply_check", ok, message if ok else f"does not apply to {base[:12]}: {message}")
-    if tree is None:
+    if tree is None or reading.parsed is None:
         return parse, apply
-    binaries = [f.new_path for f in parsed.files if f.binary and f.new_path is not None]
-    secret = canary_no_secret_marker(parsed, policy.canaries.secret_markers, gitio.files_at(tree, binaries, cwd))
+    applied = reading.parsed
+    binaries = [f.new_path for f in applied.files if f.binary and f.new_path is not None]
+    secret = canary_no_secret_marker(applied, policy.canaries.secret_markers, gitio.files_at(tree, binaries, cwd))
     if not secret.ok:
         return parse, apply, secret
-    modules = [p for p in parsed.touched if p.endswith(".py") and policy.classify(p) == PRODUCTION]
+    modules = [p for p in applied.touched if p.endswith(".py") and policy.classify(p) == PRODUCTION]
     before = _sources(base, modules, cwd)
     after = _sources(tree, modules, cwd)
     return parse, apply, secret, canary_public_signature(before, after)

@@ -8,12 +8,12 @@ may list properties, so a property absent from both files is ``missing_seed``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mergegate import jsonio
 from mergegate.errors import ConfigError
 
 PASS, FAIL = "pass", "fail"
@@ -161,7 +161,7 @@ def parse_jsonl(text: str, source: str, seeds: Sequence[int] | None = None) -> l
     cites another contract, and two logs without a shared contract cannot be scored.
     """
     rows: list[Row] = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in jsonio.lines(text):
         if line.strip():
             row = parse_row(line, source, number)
             if seeds is not None and row.seed not in seeds:
@@ -172,10 +172,7 @@ def parse_jsonl(text: str, source: str, seeds: Sequence[int] | None = None) -> l
 
 
 def parse_row(line: str, source: str, number: int) -> Row:
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(source, number, f"not JSON: {exc.msg}", "write one JSON object per line") from None
+    data = jsonio.loads(line, source, number, "write one JSON object per line")
     if not isinstance(data, dict):
         raise ConfigError(source, number, "a row must be a JSON object", 'write {"prop":..,"seed":..,"status":..}')
     missing = [k for k in ("prop", "seed", "status") if k not in data]
@@ -218,10 +215,7 @@ def load_jsonl(path: str | Path, seeds: Sequence[int] | None = None) -> list[Row
 
 def parse_contract(text: str, source: str) -> Contract:
     """``{"seeds": [..], "properties": [..]?, ...}``; other keys are kept, not judged here."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(source, exc.lineno, f"not JSON: {exc.msg}", "fix the JSON") from None
+    data = jsonio.loads(text, source)
     if not isinstance(data, dict) or "seeds" not in data:
         raise ConfigError(source, 1, "the contract needs a seeds list", 'write {"seeds": [11, 29, 47]}')
     seeds = data["seeds"]
@@ -248,7 +242,9 @@ def _prop_name(item: Any, source: str) -> str:
 def load_contract(path: str | Path) -> Contract:
     path = Path(path)
     try:
-        return parse_contract(path.read_text(encoding="utf-8"), str(path))
+        return parse_contract(path.read_bytes().decode("utf-8"), str(path))
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), None, "not UTF-8 text", "write the contract in UTF-8") from None
     except FileNotFoundError:
         raise ConfigError(str(path), None, "no contract file", 'write {"seeds": [...]} there') from None
 

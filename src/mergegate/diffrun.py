@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
+import re
 import shutil
 import signal
 import tempfile
@@ -48,7 +50,8 @@ def interruptible() -> Iterator[None]:
 @contextlib.contextmanager
 def worktrees(revs: Sequence[str], cwd: str | Path | None = None) -> Iterator[list[Path]]:
     """Detached worktrees of ``revs`` in a private temp dir; always removed and pruned."""
-    scratch = Path(tempfile.mkdtemp(prefix="gate-wt-"))
+    sweep_worktrees(cwd)
+    scratch = Path(tempfile.mkdtemp(prefix=f"gate-wt-{os.getpid()}-"))
     made: list[Path] = []
     try:
         with interruptible():
@@ -70,6 +73,35 @@ def worktrees(revs: Sequence[str], cwd: str | Path | None = None) -> Iterator[li
         finally:
             with contextlib.suppress(ValueError, TypeError):
                 signal.signal(signal.SIGINT, old)
+
+
+_SCRATCH = re.compile(r"gate-wt-(\d+)-[^/]+")
+
+
+def sweep_worktrees(cwd: str | Path | None = None) -> None:
+    """Remove the worktrees and scratch folders of runs that were killed (their process is gone)."""
+    listing = gitio.run(["worktree", "list", "--porcelain", "-z"], cwd, check=False).stdout
+    for record in listing.split(b"\0"):
+        if not record.startswith(b"worktree "):
+            continue
+        path = Path(os.fsdecode(record[len(b"worktree "):]))
+        match = _SCRATCH.fullmatch(path.parent.name)
+        if match and not _alive(int(match.group(1))):
+            gitio.worktree_remove(path, cwd)
+    for scratch in Path(tempfile.gettempdir()).glob("gate-wt-*-*"):
+        match = _SCRATCH.fullmatch(scratch.name)
+        if match and not _alive(int(match.group(1))) and not any(scratch.glob("tree*/.git")):
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def side_spec_hashes(rev: str, cat: catalog.Catalog, cwd: str | Path | None = None) -> dict[str, str]:
@@ -192,10 +224,15 @@ def load_rows(path: str | Path, seeds: Sequence[int]) -> list[runner.Row]:
     from mergegate import differential
 
     differential.load_jsonl(path, seeds)  # names file:line of any malformed row
+    from mergegate import jsonio
+    from mergegate.errors import ConfigError
+
     rows = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            rows.append(runner.row_from_json(json.loads(line)))
+    for number, line in jsonio.lines(Path(path).read_text(encoding="utf-8")):
+        try:
+            rows.append(runner.row_from_json(jsonio.loads(line, str(path), number)))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ConfigError(str(path), number, f"bad run row ({exc})", "use the rows a run wrote") from None
     return rows
 
 

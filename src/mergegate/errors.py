@@ -23,10 +23,9 @@ class GateError(Exception):
         self.fix = fix
 
     def render(self) -> str:
-        """The one line printed to stderr."""
-        if self.fix:
-            return f"{self.message}; fix: {self.fix}"
-        return self.message
+        """The one line printed to stderr (a message quoting a tool's several lines is joined)."""
+        text = f"{self.message}; fix: {self.fix}" if self.fix else self.message
+        return " ".join(text.split()) if "\n" in text or "\r" in text else text
 
 
 class UsageError(GateError):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from mergegate import diffrun, fsutil, runner, textsafe
+from mergegate import diffrun, fsutil, packet, runner, textsafe
 from mergegate.check import Outcome
 
 
@@ -91,9 +91,14 @@ def run_modes(o: Outcome) -> dict[str, dict[str, list[str]]]:
 
 
 def write_packet(o: Outcome, directory: str | Path) -> Path:
-    """contract.json, fixture.digest, oracle_edited.json, base.jsonl, patch.jsonl, decision.json, summary.md."""
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
+    """contract.json, fixture.digest, oracle_edited.json, base.jsonl, patch.jsonl, decision.json, summary.md.
+
+    Written whole (``packet``): into a temporary folder, sealed by ``packet.json``, renamed into place.
+    """
+    return packet.write(directory, lambda out: _fill(o, out))
+
+
+def _fill(o: Outcome, out: Path) -> None:
     fsutil.atomic_write(out / "contract.json", _json(contract(o)))
     digests = o.pair.contract["fixture_digest"] if o.pair else {}
     fsutil.atomic_write(out / "fixture.digest",
@@ -104,7 +109,11 @@ def write_packet(o: Outcome, directory: str | Path) -> Path:
     runner.write_jsonl(o.pair.head_rows if o.pair else (), out / "patch.jsonl")
     fsutil.atomic_write(out / "decision.json", _json(decision_json(o)))
     fsutil.atomic_write(out / "summary.md", markdown(o).encode())
-    return out
+
+
+def default_dir(area: Path, o: Outcome) -> Path:
+    """``<area>/evidence/<merge-base>-<head>``: checks of one head against two bases keep two packets."""
+    return area / "evidence" / f"{o.merge_base[:12]}-{o.head[:12]}"
 
 
 def _json(data: Any) -> bytes:

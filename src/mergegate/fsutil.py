@@ -14,6 +14,7 @@ def atomic_write(path: str | Path, data: bytes, mode: int | None = None) -> None
     """Write ``data`` to ``path`` through a temporary file, fsync and rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_temps(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -32,6 +33,26 @@ def atomic_write(path: str | Path, data: bytes, mode: int | None = None) -> None
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+STALE_S = 60.0  # a write takes milliseconds: a temporary file this old was left by a killed run
+
+
+def sweep_temps(path: Path) -> None:
+    """Remove the temporary files a killed ``atomic_write`` of ``path`` left beside it."""
+    import time
+
+    with contextlib.suppress(OSError):
+        for stale in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
+            with contextlib.suppress(OSError):
+                if time.time() - stale.lstat().st_mtime > STALE_S:
+                    stale.unlink()
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -10,7 +10,9 @@ pre-receive quarantine (``GIT_OBJECT_DIRECTORY`` ...) are honoured.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,14 @@ class GitFailed(InternalError):
     """A git command failed where it should not have."""
 
 
+class Busy(UsageError):
+    """Another git (another gate) holds a lock this command needs; we waited and it did not let go."""
+
+
+LOCK_WAITS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)  # about 3 s in all, then "another gate is running"
+_LOCKED = re.compile(rb"Unable to create '([^']*\.lock)': File exists")
+
+
 def run(
     args: Sequence[str],
     cwd: str | Path | None = None,
@@ -33,9 +43,30 @@ def run(
     env: Mapping[str, str] | None = None,
     check: bool = True,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run ``git`` with ``args``; on failure raise GitFailed with git's own words."""
+    """Run ``git`` with ``args``; on failure raise GitFailed with git's own words.
+
+    A lock another git holds (``index.lock``) is waited for, a few times; if it stays,
+    ``Busy`` says another gate is running (never git's advice to delete the lock).
+    """
+    for wait in (*LOCK_WAITS, None):
+        proc = _run_once(args, cwd, stdin, env)
+        locked = _LOCKED.search(proc.stderr) if proc.returncode != 0 else None
+        if locked is None:
+            break
+        if wait is None:
+            raise Busy(f"another gate (or git) is running: {os.fsdecode(locked.group(1))} is held",
+                       "wait for it to finish, then run this again")
+        time.sleep(wait)
+    if check and proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise GitFailed(f"git {' '.join(args[:3])} failed: {err[-1] if err else proc.returncode}")
+    return proc
+
+
+def _run_once(args: Sequence[str], cwd: str | Path | None, stdin: bytes | None,
+              env: Mapping[str, str] | None) -> subprocess.CompletedProcess[bytes]:
     try:
-        proc = subprocess.run(
+        return subprocess.run(
             ["git", *args], cwd=cwd, input=stdin, capture_output=True,
             env=None if env is None else dict(env), check=False,
         )
@@ -43,10 +74,6 @@ def run(
         if cwd is not None and not os.path.isdir(cwd):
             raise UsageError(f"{cwd}: no such directory", "pass an existing repository path") from None
         raise UsageError("git is not installed or not on PATH", "install git") from None
-    if check and proc.returncode != 0:
-        err = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise GitFailed(f"git {' '.join(args[:3])} failed: {err[-1] if err else proc.returncode}")
-    return proc
 
 
 def out(args: Sequence[str], cwd: str | Path | None = None, stdin: bytes | None = None) -> bytes:

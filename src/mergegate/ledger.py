@@ -121,7 +121,10 @@ def parse_when(value: Any) -> dt.datetime:
         raise ValueError(f"{value!r} is not a date")
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
-    return when.astimezone(dt.UTC)
+    try:
+        return when.astimezone(dt.UTC)
+    except OverflowError:
+        raise ValueError(f"{value!r} is out of range") from None
 
 
 def format_when(when: dt.datetime) -> str:
@@ -136,8 +139,10 @@ def parse_expiry(text: str, now: dt.datetime) -> dt.datetime:
     match = _DURATION.fullmatch(text.strip())
     if match:
         n, unit = int(match.group(1)), match.group(2)
-        delta = {"d": dt.timedelta(days=n), "h": dt.timedelta(hours=n), "w": dt.timedelta(weeks=n)}
-        return now + delta[unit]
+        try:
+            return now + dt.timedelta(**{{"d": "days", "h": "hours", "w": "weeks"}[unit]: n})
+        except OverflowError:
+            raise ValueError(f"{text!r} is past the last date a clock can name") from None
     return parse_when(text)
 
 
@@ -150,7 +155,7 @@ def parse(text: str | bytes, source: str = "freeze_ledger.yaml") -> Ledger:
         raise ConfigError(source, 1, "the freeze ledger is empty",
                           "write `version: 1`, a budget and `entries: []` (gate init does)")
     top = yamlio.check_keys(doc, (), doc.data, ("version", "budget", "entries"), required=("version",))
-    if top["version"] != VERSION:
+    if type(top["version"]) is not int or top["version"] != VERSION:  # `version: true` is not 1
         raise doc.error(("version",), f"unsupported ledger version {top['version']!r}", "write version: 1")
     budget = _budget(doc, top.get("budget"))
     raw_entries = top.get("entries")

@@ -118,6 +118,11 @@ def _dispatch(argv: list[str]) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_INTERNAL
+    except (IsADirectoryError, NotADirectoryError) as exc:  # a folder where a file belongs, or the reverse
+        what = "a folder, not a file" if isinstance(exc, IsADirectoryError) else "not a folder"
+        print(f"gate {args.command}: {exc.filename or ''}: {what}; fix: pass the file the command reads",
+              file=sys.stderr)
+        return EXIT_USAGE
     except OSError as exc:
         print(f"gate {args.command}: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
         return EXIT_INTERNAL

@@ -63,7 +63,7 @@ def parse(data: bytes, source: str) -> list[Row]:
     """Parse a manifest; any malformed line is a ConfigError naming it."""
     rows: list[Row] = []
     if data and not data.endswith(b"\n"):
-        data += b"\n"
+        raise ConfigError(source, data.count(b"\n") + 1, "the last line has no newline", FIX)
     for number, raw in enumerate(data.split(b"\n")[:-1], start=1):
         if raw.endswith(b"\r"):
             raise ConfigError(source, number, "CRLF line ending", FIX)
@@ -71,9 +71,10 @@ def parse(data: bytes, source: str) -> list[Row]:
         match = _LINE.fullmatch(raw[1:] if escaped else raw)
         if not match:
             raise ConfigError(source, number, f"not '<sha256>  <size>  <path>': {raw[:80]!r}", FIX)
-        path = os.fsdecode(match.group(3))
-        if escaped:
-            path = _unescape(path)
+        written = os.fsdecode(match.group(3))
+        path = _unescape(written) if escaped else written
+        if _escape(path) != (escaped, written):  # one text per manifest: `gate manifest sign` writes no other
+            raise ConfigError(source, number, "a path escaped where it need not be, or not where it must", FIX)
         if "\0" in path or path.startswith("/") or ".." in path.split("/"):
             raise ConfigError(source, number, f"bad path {path!r}", FIX)
         rows.append(Row(match.group(1).decode(), int(match.group(2)), path))

@@ -164,7 +164,7 @@ def parse(text: str | bytes, source: str = POLICY_FILE) -> Policy:
     if doc.data is None:
         raise ConfigError(source, 1, "the policy is empty", "run `gate init` or copy the example")
     top = yamlio.check_keys(doc, (), doc.data, _TOP, required=("version",))
-    if top["version"] != 1:
+    if type(top["version"]) is not int or top["version"] != 1:  # `version: true` is not 1
         raise doc.error(("version",), f"unsupported version {top['version']!r}", "write version: 1")
     return Policy(
         version=1,

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mergegate import differential, globs, ledger
+from mergegate import differential, globs, jsonio, ledger, packet
 from mergegate.errors import ConfigError, UsageError
 from mergegate.fsutil import work_area
 from mergegate.policy import Policy
@@ -40,6 +40,8 @@ def _reproduction(args: argparse.Namespace) -> tuple[list[differential.Row], dic
     rows: list[differential.Row] = []
     if args.evidence:
         ev = Path(args.evidence)
+        if ev.is_dir():
+            packet.verify(ev)  # a mixed or torn packet is refused, never half-read
         if not ev.is_dir():
             raise UsageError(f"{ev}: no such evidence directory", "pass the directory a check wrote")
         if (ev / "contract.json").is_file():
@@ -148,13 +150,13 @@ def propose(args: argparse.Namespace, now: dt.datetime) -> int:
     from mergegate.commands._engine_out import line
 
     source = Path(args.decision)
+    if source.name == "decision.json" and (source.parent / packet.SEAL).exists():
+        packet.verify(source.parent)
     try:
         raw = source.read_bytes()
-        data = json.loads(raw)
     except FileNotFoundError:
         raise UsageError(f"{source}: no such decision file", "run `gate decide --out decision.json` first") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(str(source), exc.lineno, f"not JSON: {exc.msg}", "pass a decision JSON") from None
+    data = jsonio.loads(raw, str(source), fix="pass a decision JSON")
     proposals = _proposals(data, str(source))
     if not proposals:
         print(f"{source}: nothing to propose (no propose_freeze)")

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from mergegate import admission, gitio, ledger, repo
+from mergegate import admission, gitio, gitpatch, jsonio, ledger, repo
 from mergegate.commands._engine_out import emit_json, line, table
 from mergegate.errors import ConfigError, UsageError
 from mergegate.patchparse import parse_diff
@@ -46,15 +46,15 @@ def _checks(path: str | None, blob: str) -> list[admission.Check]:
     if path is None:
         return []
     checks = []
-    for number, text in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for number, text in jsonio.lines(Path(path).read_bytes().decode("utf-8", "surrogateescape")):
         if not text.strip():
             continue
+        data = jsonio.loads(text.encode("utf-8", "surrogateescape"), path, number)
         try:
-            data = json.loads(text)
             kind = admission.Kind(data["kind"])
             test_id = data["test_id"]
             eligible = data.get("quarantine_eligible", False)
-        except (json.JSONDecodeError, KeyError, ValueError, TypeError):
+        except (KeyError, ValueError, TypeError, AttributeError):
             raise ConfigError(path, number, "not a check row",
                               '{"test_id": "p", "kind": "PROP_FAIL", "quarantine_eligible": true}') from None
         if not isinstance(test_id, str) or test_id in admission.CANARIES or not isinstance(eligible, bool):
@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     freeze_ids: set[str] = set()
     if others:
         led = ledger.load_at(base, policy.paths.ledger)
-        touched = parse_diff(diff).touched
+        reading = gitpatch.read(diff, base)  # the paths git applies, not our parser's reading
+        touched = reading.parsed.touched if reading.parsed is not None else parse_diff(diff).touched
         freeze_ids = admission.usable_freeze_ids(led.entries, others, touched, ledger.utcnow())
     result = admission.admit(diff, checks, freeze_ids)
     seeds = hashlib.sha256(json.dumps(list(policy.verdict.seeds)).encode()).hexdigest()

@@ -20,7 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "default branch: origin/HEAD, else init.defaultBranch, main or master)")
     parser.add_argument("--head", help="the patch revision (default: HEAD; the work tree must be clean)")
     parser.add_argument("--evidence", metavar="DIR", help="write the evidence packet here "
-                        "(default: .gate/evidence/<head>)")
+                        "(default: .gate/evidence/<merge-base>-<head>)")
     parser.add_argument("--json", action="store_true", help="print decision.json instead of the table")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per property)")
     parser.add_argument("--markdown", metavar="FILE", help="also write a Markdown summary (CI step summary)")
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     base = branches.base_or_default(args.base)
     with progress_bar(quiet=args.json) as progress:
         outcome = check.check(base, head, environ=os.environ, jobs=args.jobs, progress=progress, runs=runs)
-    where = Path(args.evidence) if args.evidence else work_area(gitio.toplevel()) / "evidence" / outcome.head[:12]
+    where = Path(args.evidence) if args.evidence else evidence.default_dir(work_area(gitio.toplevel()), outcome)
     evidence.write_packet(outcome, where)
     if args.junit:
         _write(args.junit, evidence.junit(outcome))

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mergegate import branches, differential, diffrun, fsutil, gitio, repo, runner, split
+from mergegate import branches, differential, diffrun, fsutil, gitio, packet, repo, runner, split
 from mergegate.errors import EXIT_NO, EXIT_OK
 
 
@@ -31,9 +31,13 @@ def run(args: argparse.Namespace) -> int:
         pair = diffrun.run_pair(base, head, policy, cat, specs, seeds, skip_head=edited, jobs=args.jobs,
                                 progress=progress)
     out = Path(args.out)
-    fsutil.atomic_write(out / "contract.json", diffrun.canonical(pair.contract) + b"\n")
-    runner.write_jsonl(pair.base_rows, out / "base.jsonl")
-    runner.write_jsonl(pair.head_rows, out / "patch.jsonl")
+
+    def fill(folder: Path) -> None:
+        fsutil.atomic_write(folder / "contract.json", diffrun.canonical(pair.contract) + b"\n")
+        runner.write_jsonl(pair.base_rows, folder / "base.jsonl")
+        runner.write_jsonl(pair.head_rows, folder / "patch.jsonl")
+
+    packet.write(out, fill)  # whole, sealed: never a mix of two runs
     decision = differential.decide(
         differential.load_jsonl(out / "base.jsonl"), differential.load_jsonl(out / "patch.jsonl"),
         seeds, [p.id for p in cat.properties],

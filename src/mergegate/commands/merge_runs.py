@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from mergegate import differential, fsutil
+from mergegate import differential, fsutil, jsonio
 from mergegate.errors import EXIT_OK, UsageError
 
 
@@ -20,13 +20,13 @@ def run(args: argparse.Namespace) -> int:
     for path in args.inputs:
         parsed = differential.load_jsonl(path)  # validates every line, naming file:line
         with open(path, encoding="utf-8") as handle:
-            lines = [ln for ln in handle.read().splitlines() if ln.strip()]
+            lines = [ln for _, ln in jsonio.lines(handle.read()) if ln.strip()]
         for row, line in zip(parsed, lines, strict=True):
             key = (row.prop, row.seed)
             if key in rows:
                 raise UsageError(f"{path}: {row.prop} seed {row.seed} is also in another shard",
                                  "give every shard the same --shard N and a different K")
-            rows[key] = json.dumps(json.loads(line), sort_keys=True)
+            rows[key] = json.dumps(jsonio.loads(line, path), sort_keys=True)
     if args.seeds:
         from mergegate.commands.run import parse_seeds
 

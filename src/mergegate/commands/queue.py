@@ -108,7 +108,8 @@ def _accept(args: argparse.Namespace, top: Path) -> int:
         raise UsageError(textsafe.line(f"candidate {meta.id[:12]} did not pass triage ({meta.triage.get('result')})"),
                          "read it with `gate queue show`; accept anyway with --reviewed --force, or reject it")
     done = queue.decide(root, meta.id, "accepted", "", email or "unknown",
-                        install=lambda m: accept.install(root, policy, m, queue.verified_code(root, m)))
+                        install=lambda m: accept.install(root, policy, m, queue.verified_code(root, m),
+                                                         queue.root(root) / m.id))
     print(f"accepted {done.id[:12]}: installed {done.installed_as} (read-only), catalog entries written, "
           "manifest re-signed; all staged")
     print(textsafe.line(f"commit it on its own: git commit -m 'oracle: accept drafted property for {done.target}'"))

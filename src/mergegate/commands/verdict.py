@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Any
 
 from mergegate import differential as diff
-from mergegate import ledger, unified, verdicts
+from mergegate import jsonio, ledger, packet, unified, verdicts
 from mergegate.commands._engine_out import emit_json, line, table
 from mergegate.errors import ConfigError, UsageError
 
@@ -54,11 +53,9 @@ def _path(explicit: str | None, evidence: str | None, name: str) -> Path | None:
 
 def _json_file(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsonio.loads(path.read_bytes(), str(path))
     except FileNotFoundError:
         raise ConfigError(str(path), None, "no such file", "pass an existing file") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(str(path), exc.lineno, f"not JSON: {exc.msg}", "fix the JSON") from None
 
 
 def _id_list(path: Path | None, key: str) -> tuple[str, ...] | None:
@@ -142,6 +139,10 @@ def _summary(rows: list[diff.Row], prop: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     ev = args.evidence
+    if ev:
+        if not Path(ev).is_dir():
+            raise UsageError(f"{ev}: no such evidence directory", "pass the directory a check wrote")
+        packet.verify(ev)  # a mixed or torn packet is refused, never half-read
     contract_path = _path(args.contract, ev, "contract.json")
     if contract_path is None:
         raise UsageError("no contract", "pass --contract FILE or --evidence DIR")

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from mergegate import catalog, fsutil, gitio, manifest
-from mergegate.drafter import stage
+from mergegate.drafter import journal, stage
 from mergegate.drafter.queue import Meta
 from mergegate.errors import UsageError
 from mergegate.policy import GUARDED, ORACLE, Policy
@@ -69,50 +69,51 @@ def check_index(policy: Policy, top: Path) -> None:
                          "commit or unstage them first: an accepted candidate is an oracle-only commit")
 
 
-def planned(top: Path, policy: Policy, meta: Meta, code: bytes) -> tuple[str, list[tuple[str, str, bytes]]]:
-    """The oracle path and every (catalog path, id, entry) accept would write; refuses before any write."""
+def install(top: Path, policy: Policy, meta: Meta, code: bytes, entry_dir: Path | None = None) -> str:
+    """Write, stage and sign; returns the oracle file's path.
+
+    Everything is checked before the first write (``planned``).  With ``entry_dir`` (the queue
+    entry), a journal of every path touched is written first (``journal``), so a killed install
+    is rolled back by the next run.
+    """
+    check_index(policy, top)
+    rel, files = planned(top, policy, meta, code)
+    if entry_dir is not None:
+        journal.begin(top, entry_dir, [*files, policy.paths.manifest])
+    for path, (data, mode) in files.items():
+        fsutil.atomic_write(top / path, data, mode=mode)
+    gitio.out(["add", "--", *(f":(literal,top){p}" for p in files)], top)
+    manifest.sign_staged(policy, top)
+    return rel
+
+
+def planned(top: Path, policy: Policy, meta: Meta, code: bytes) -> tuple[str, dict[str, tuple[bytes, int | None]]]:
+    """The oracle path and every file the install writes (catalog entries, the oracle file read-only,
+    claimed.yaml); refuses, before any write, a candidate over the limits or a path already taken."""
     tests = test_functions(code)
     why = stage.test_limits(tests)
     if why is not None:
         raise UsageError(f"candidate {meta.id[:12]}: {why}", "reject it; the drafter can make a smaller one")
-    rel = f"{oracle_dir(policy)}/test_{slug(meta.target)}_{meta.id[:8]}.py"
+    short = meta.id[:8]
+    rel = f"{oracle_dir(policy)}/test_{slug(meta.target)}_{short}.py"
     if policy.classify(rel) != ORACLE:
         raise UsageError(f"{rel} would not be an oracle path", "check paths.oracle in gate.yaml")
     if (top / rel).exists():
         raise UsageError(f"{rel} already exists", "remove it or reject the candidate")
     cat_dir = policy.paths.catalog
-    entries = []
+    files: dict[str, tuple[bytes, int | None]] = {}
+    ids = []
     for func in tests:
-        pid = f"{func.removeprefix('test_').strip('_') or 'property'}-{meta.id[:8]}"
+        pid = f"{func.removeprefix('test_').strip('_') or 'property'}-{short}"
         text = entry_text(pid, f"{rel}::{func}", f"drafted by {meta.drafter} for {meta.target}; accepted by a person",
                           [meta.target_path] if meta.target_path else [])
         catalog.parse_entry(text, f"{cat_dir}/{pid}.yaml")  # our own output must load
         if (top / cat_dir / f"{pid}.yaml").exists():
             raise UsageError(f"{cat_dir}/{pid}.yaml already exists", "remove it or reject the candidate")
-        entries.append((f"{cat_dir}/{pid}.yaml", pid, text))
-    return rel, entries
-
-
-def install(top: Path, policy: Policy, meta: Meta, code: bytes) -> str:
-    """Write, stage and sign; returns the oracle file's path.  A failed write leaves no file behind."""
-    check_index(policy, top)
-    rel, entries = planned(top, policy, meta, code)
-    written: list[Path] = []
-    try:
-        for path, _pid, text in entries:
-            fsutil.atomic_write(top / path, text, mode=0o644)
-            written.append(top / path)
-        fsutil.atomic_write(top / rel, code, mode=0o444)
-        written.append(top / rel)
-    except OSError:
-        for path_written in written:
-            path_written.unlink(missing_ok=True)
-        raise
-    staged = [rel, *(path for path, _pid, _text in entries)]
-    claimed = top / policy.paths.catalog / catalog.CLAIMED_FILE
+        files[f"{cat_dir}/{pid}.yaml"] = (text, 0o644)
+        ids.append(pid)
+    files[rel] = (code, 0o444)
+    claimed = top / cat_dir / catalog.CLAIMED_FILE
     if claimed.is_file():
-        fsutil.atomic_write(claimed, claimed_text(claimed.read_bytes(), [pid for _p, pid, _t in entries], str(claimed)))
-        staged.append(f"{policy.paths.catalog}/{catalog.CLAIMED_FILE}")
-    gitio.out(["add", "--", *(f":(literal,top){p}" for p in staged)], top)
-    manifest.sign_staged(policy, top)
-    return rel
+        files[f"{cat_dir}/{catalog.CLAIMED_FILE}"] = (claimed_text(claimed.read_bytes(), ids, str(claimed)), None)
+    return rel, files

@@ -94,12 +94,19 @@ def put(top: Path, code: bytes, meta: Meta) -> bool:
 
 def _read_meta(path: Path) -> Meta:
     source = str(path)
+    fix = "remove the entry directory; the drafter can make it again"
+    from mergegate import jsonio
+
+    raw = jsonio.loads(path.read_bytes(), source, fix=fix)
     try:
-        raw = json.loads(path.read_bytes())
         meta = Meta(**raw)
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(source, None, f"unreadable queue entry ({exc})",
-                          "remove the entry directory; the drafter can make it again") from None
+    except TypeError as exc:
+        raise ConfigError(source, None, f"unreadable queue entry ({exc})", fix) from None
+    for name, value in asdict(meta).items():  # exact types: a null field is refused here, not a traceback later
+        want = dict if name == "triage" else str
+        if type(value) is not want:
+            raise ConfigError(source, None, f"queue entry field {name!r} must be a {want.__name__}, not {value!r}",
+                              fix)
     if meta.status not in STATUSES:
         raise ConfigError(source, None, f"unknown status {meta.status!r}", "write pending, accepted or rejected")
     return meta
@@ -154,12 +161,34 @@ def decide(top: Path, candidate: str, status: str, reason: str, by: str,
     ``install`` (for accept) runs inside the lock and returns where the candidate went,
     so two concurrent accepts of one candidate cannot both install it.
     """
+    from mergegate.drafter import journal
+
     with locked(top) as qdir:
+        recover(top, qdir)
         meta = find(top, candidate)
         if meta.status != "pending":
             raise UsageError(f"candidate {meta.id[:12]} is already {meta.status}",
                              "`gate queue list` shows the pending ones")
-        installed_as = install(meta) if install is not None else ""
+        try:
+            installed_as = install(meta) if install is not None else ""
+        except BaseException:
+            if journal.pending(qdir / meta.id):  # a failed write: nothing of this accept stays behind
+                journal.rollback(top, qdir / meta.id)
+            raise
         meta = replace(meta, status=status, reason=reason, decided_by=by, decided_at=now(), installed_as=installed_as)
-        fsutil.atomic_write(qdir / meta.id / META, meta.to_bytes(), mode=0o644)
+        fsutil.atomic_write(qdir / meta.id / META, meta.to_bytes(), mode=0o644)  # the commit point
+        journal.finish(qdir / meta.id)
     return meta
+
+
+def recover(top: Path, qdir: Path) -> None:
+    """Finish what a killed accept left (under the lock): roll back a pending one, forget an accepted one's journal."""
+    from mergegate.drafter import journal
+
+    for entry in sorted(qdir.iterdir()):
+        if entry.name.startswith(".") or not journal.pending(entry):
+            continue
+        if _read_meta(entry / META).status == "accepted":
+            journal.finish(entry)
+        else:
+            journal.rollback(top, entry)
