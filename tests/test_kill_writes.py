@@ -59,3 +59,51 @@ def test_kill_9_during_manifest_sign_leaves_a_whole_manifest(repo: Path) -> None
         gate(repo, "manifest", "sign", "--staged", check=0)  # the next run succeeds
         git(repo, "add", "-A")
         gate(repo, "manifest", "verify", check=0)
+
+
+# ---------------------------------------------------------------- lock contention
+
+
+HOLD = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def _holder(lock: Path, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(lock), str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_lock_held_by_another_gate_is_reported_not_waited_on_forever(tmp_path: Path) -> None:
+    from mergegate import fsutil
+    from mergegate.errors import UsageError
+
+    lock = tmp_path / "ledger.lock"
+    holder = _holder(lock, 30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(UsageError, match="another gate is running") as caught, fsutil.locked(lock, wait_s=0.5):
+            pass
+        assert 0.5 <= time.monotonic() - started < 5
+        assert "wait for it to finish" in str(caught.value.fix)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_lock_let_go_in_time_is_taken(tmp_path: Path) -> None:
+    from mergegate import fsutil
+
+    lock = tmp_path / "ledger.lock"
+    holder = _holder(lock, 0.3)
+    try:
+        with fsutil.locked(lock, wait_s=10):
+            assert holder.poll() is not None or holder.wait(5) == 0  # ours only once the holder let go
+    finally:
+        holder.kill()
+        holder.wait()

@@ -70,14 +70,38 @@ def _umask() -> int:
     return current
 
 
+LOCK_WAIT_S = 30.0  # the gate's own writes under a lock take seconds; longer means a stuck gate
+
+
 @contextlib.contextmanager
-def locked(lock_path: str | Path) -> Iterator[None]:
-    """An exclusive advisory lock held for the block (blocking)."""
+def locked(lock_path: str | Path, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """An exclusive advisory lock held for the block.
+
+    Retried for up to ``wait_s`` (saying once, on stderr, that it waits); then a usage error:
+    another gate is running.  Never a silent wait without end.
+    """
+    import sys
+    import time
+
+    from mergegate.errors import UsageError
+
     lock_path = Path(lock_path)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline, said = time.monotonic() + wait_s, False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise UsageError(f"another gate is running: {lock_path} is held",
+                                     "wait for it to finish, then run this again") from None
+                if not said:
+                    print(f"gate: another gate holds {lock_path}; waiting up to {wait_s:g}s", file=sys.stderr)
+                    said = True
+                time.sleep(0.05)
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
