@@ -97,7 +97,7 @@ def require_runtime(client: Any, runtime: str | None) -> str:
     if runtime not in known:
         raise UsageError(f"drafter.runtime {runtime} is not registered with the Docker engine "
                          f"(it has {', '.join(known) or 'none'})",
-                         "install it (gVisor: Debian package runsc, then `runsc install` and restart dockerd), "
+                         "install and register it (gVisor: Debian package runsc, registered as docs/drafter.md says), "
                          "or remove drafter.runtime from gate.yaml")
     return runtime
 
