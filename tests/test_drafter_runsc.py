@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import commit, gate, init_repo, sign_and_commit
+from tests import test_drafter_sandbox as base
+from tests.helpers import commit, gate, git, init_repo, sign_and_commit
 from tests.test_drafter_channel import KEY, Reply, completion, fake_model  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.docker]
@@ -83,3 +85,61 @@ def test_runsc_kernel_log_is_gvisors(runsc_engine: Any) -> None:
                                       security_opt=["seccomp=unconfined"], network_mode="none",
                                       remove=True, stdout=True, stderr=True)
     assert "Starting gVisor" in log.decode(errors="replace")
+
+
+
+# ---------------------------------------------------------------- escape attempts under gVisor
+
+CONTAINED = sorted(set(base.ESCAPES) - {"fork_bomb"})
+
+
+def escape_model(fake_model: Any, marker: Path) -> Any:  # noqa: F811
+    def reply(req: dict[str, Any]) -> Reply:
+        name = re.search(r"properties for victim\.(\w+)", json.dumps(req)).group(1)  # type: ignore[union-attr]
+        code = base.ESCAPES[name].replace("{marker}", str(marker)).replace("{port}", str(model.port))
+        return Reply(body=completion("```python\n" + code.replace("{{", "{").replace("}}", "}") + "```\n"))
+
+    model = fake_model(reply)
+    return model
+
+
+def test_escape_attempts_are_contained_under_runsc(repo: Path, tmp_path: Path, fake_model) -> None:  # noqa: F811
+    commit(repo, {"src/victim.py": "\n\n".join(f"def {n}(x: int) -> int:\n    return x" for n in CONTAINED)})
+    marker = tmp_path / "escaped-to-the-host"
+    model = escape_model(fake_model, marker)
+    proc = gate(repo, "draft-props", "--drafter", "openai", "--target", "victim", "--triage-timeout", "5",
+                "--json", env=base.model_env(model), check=0)
+    report = json.loads(proc.stdout)
+    triage = {q["target"].split(".")[1]: q["triage"] for q in report["queued"]}
+    triage.update({r["target"].split(".")[1]: {"result": "not queued", "witness": r["reason"]}
+                   for r in report["rejected"]})
+    assert sorted(triage) == CONTAINED, proc.stdout
+    for name, result in triage.items():
+        assert result["result"] in ("fail", "not queued") and "DID " not in result["witness"], (name, result)
+    assert triage["write_repo"]["witness"].count("refused") == 3
+    assert triage["write_elsewhere"]["witness"].count("refused") == 6
+    sock = triage["open_socket"]["witness"]
+    assert "refused tcp host" in sock and "refused tcp internet" in sock and "refused dns" in sock
+    assert "refused relay: FileNotFoundError" in sock and report["relay_refused"] == []
+    assert "GATE_DRAFTER_API_KEY" not in triage["read_key"]["witness"] and "KEYLIKE=[]" in triage["read_key"]["witness"]
+    assert "MemoryError" in triage["allocate"]["witness"] and "timeout" in triage["loop_forever"]["witness"]
+    disk = triage["fill_disk"]["witness"]
+    assert "one file: [Errno 27] File too large" in disk and "bytes: [Errno 28] No space left on device" in disk
+    # gVisor's tmpfs ignores nr_inodes: the 256-inode cap on /staging does not hold here (its size does).
+    assert not marker.exists() and git(repo, "status", "--porcelain", "--ignored", "--", "src").stdout == ""
+    assert KEY not in proc.stdout + proc.stderr
+
+
+def test_a_fork_bomb_under_runsc_stops_the_run_and_queues_nothing(repo: Path, tmp_path: Path, runsc_engine: Any,
+                                                                  fake_model) -> None:  # noqa: F811
+    # gVisor's own threads count against the container's pids limit: the bomb brings down the
+    # whole sandbox (a known runsc limitation), not just the candidate.  The run fails closed.
+    commit(repo, {"src/victim.py": "def fork_bomb(x: int) -> int:\n    return x\n"})
+    model = escape_model(fake_model, tmp_path / "unused")
+    proc = gate(repo, "draft-props", "--drafter", "openai", "--target", "victim", "--triage-timeout", "5",
+                env=base.model_env(model))
+    assert proc.returncode == 3 and "nothing was queued" in proc.stderr, proc.stderr
+    assert base.queue_metas(repo) == []
+    for box in runsc_engine.containers.list(all=True, filters={"label": "mergegate.sandbox"}):
+        sources = [m["Source"] for m in box.attrs["Mounts"] if m["Destination"] == "/repo"]
+        assert all(Path(s).exists() for s in sources), f"leftover container {box.short_id}"
