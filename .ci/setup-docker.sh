@@ -19,9 +19,14 @@ fi
 # --host-uds=open: the openai drafter's relay socket is a bind-mounted Unix socket.
 command -v runsc >/dev/null 2>&1 || {
     $SUDO apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q runsc
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q runsc ||
+        echo "setup-docker: runsc could not be installed; drafter.runtime: runsc will not work" >&2
 }
-RUNSC_CHANGED=$($SUDO python3 - "$(command -v runsc)" <<'PY'
+runsc_registered() {
+    docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc".*--oci-seccomp.*--host-uds=open'
+}
+RUNSC_CHANGED=no
+command -v runsc >/dev/null 2>&1 && RUNSC_CHANGED=$($SUDO python3 - "$(command -v runsc)" <<'PY'
 import json, os, sys
 path, conf = sys.argv[1], "/etc/docker/daemon.json"
 want = {"path": path, "runtimeArgs": ["--network=none", "--oci-seccomp", "--host-uds=open"]}
@@ -47,10 +52,10 @@ PY
 
 if docker info >/dev/null 2>&1; then
     # A running engine reloads "runtimes" from daemon.json on SIGHUP: no restart, no container stops.
-    if [ "$RUNSC_CHANGED" = yes ] || ! docker info --format '{{json .Runtimes}}' | grep -q '"runsc"'; then
+    if [ "$RUNSC_CHANGED" = yes ] || { command -v runsc >/dev/null 2>&1 && ! runsc_registered; }; then
         $SUDO kill -HUP "$(cat /var/run/docker.pid)"
         tries=0
-        until docker info --format '{{json .Runtimes}}' | grep -q '"runsc"'; do
+        until runsc_registered; do
             tries=$((tries + 1))
             if [ "$tries" -gt 10 ]; then
                 echo "setup-docker: the engine did not register runsc; see /etc/docker/daemon.json" >&2
