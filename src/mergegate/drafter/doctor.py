@@ -38,6 +38,8 @@ def denied(nr, *args):
 arm = platform.machine() in ("aarch64", "arm64")
 io_uring = denied(425, 1, ctypes.create_string_buffer(120))
 ptrace = denied(117 if arm else 101, 0, 0, 0, 0)  # PTRACE_TRACEME
+nnp = str(libc.prctl(39, 0, 0, 0, 0))  # PR_GET_NO_NEW_PRIVS: gVisor's /proc/self/status lacks the line
+kernel = open("/proc/version").read().strip()
 setuid = []
 for top in ("/bin", "/sbin", "/usr", "/etc", "/lib", "/opt", "/var"):
     for here, dirs, files in os.walk(top):
@@ -49,7 +51,7 @@ uid_map = " ".join(open("/proc/self/uid_map").read().split())
 print(json.dumps({"uid": os.getuid(), "cap_eff": status.get("CapEff", "").strip(),
   "seccomp": status.get("Seccomp", "").strip(), "io_uring_setup": io_uring, "ptrace": ptrace,
   "setuid_files": setuid[:10], "uid_map": uid_map,
-  "no_new_privs": status.get("NoNewPrivs", "").strip(), "root_writable": can_write("/usr"),
+  "no_new_privs": nnp, "kernel": kernel, "root_writable": can_write("/usr"),
   "repo_writable": can_write("/repo"), "staging_writable": can_write("/staging"),
   "tmp_writable": can_write("/tmp"), "network": net, "interfaces": sorted(os.listdir("/sys/class/net")),
   "deps": deps, "home": os.environ.get("HOME"), "env_keys": sorted(os.environ)}))
@@ -126,7 +128,7 @@ def report(image: str, runtime: str | None = None) -> int:
     swept = sandbox.sweep(client)
     if swept:
         print(f"note     removed {len(swept)} leftover sandbox container(s): {', '.join(swept)}")
-    facts = probe(client, image)
+    facts = probe(client, image, runtime)
     bad = 0
     for key, check in EXPECT.items():
         good = check(facts.get(key))
@@ -134,4 +136,5 @@ def report(image: str, runtime: str | None = None) -> int:
         print(textsafe.line(f"{'ok' if good else 'FAIL':<8} {key} = {facts.get(key)!r}"))
     mapping = uid_mapping(str(facts.get("uid_map", "")), int(facts.get("uid") or 0))
     print(textsafe.line(f"note     uid mapping = {mapping}"))
+    print(textsafe.line(f"note     kernel = {facts.get('kernel')} (the kernel the sandbox's code talks to)"))
     return EXIT_NO if bad else 0

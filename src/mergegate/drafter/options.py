@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -136,3 +137,14 @@ def container_options(image: str, paths: Mounts, limits: Limits, deadline_epoch:
     if runtime:  # e.g. gVisor's runsc; else the engine's default (runc)
         options["runtime"] = runtime
     return options
+
+
+def runsc_missing_args(registration: dict[str, Any]) -> list[str]:
+    """What a gVisor runtime registration lacks for our sandbox; empty for other runtimes.  Pure.
+
+    Without ``--oci-seccomp`` gVisor ignores the container's seccomp profile (ours) silently.
+    """
+    if "runsc" not in os.path.basename(str(registration.get("path") or "")):
+        return []
+    args = [str(a).lstrip("-") for a in registration.get("runtimeArgs") or []]
+    return [] if ("oci-seccomp" in args or "oci-seccomp=true" in args) else ["--oci-seccomp"]

@@ -15,7 +15,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from mergegate.drafter.options import LABEL, LABEL_DEADLINE, Limits, Mounts, container_options, sandbox_uid
+from mergegate.drafter.options import (
+    LABEL,
+    LABEL_DEADLINE,
+    Limits,
+    Mounts,
+    container_options,
+    runsc_missing_args,
+    sandbox_uid,
+)
 from mergegate.errors import InternalError, UsageError
 
 BUILD_FIX = "run `gate sandbox build` (nothing is pulled from a registry)"
@@ -97,8 +105,14 @@ def require_runtime(client: Any, runtime: str | None) -> str:
     if runtime not in known:
         raise UsageError(f"drafter.runtime {runtime} is not registered with the Docker engine "
                          f"(it has {', '.join(known) or 'none'})",
-                         "install it (gVisor: Debian package runsc, then `runsc install` and restart dockerd), "
+                         "install and register it (gVisor: Debian package runsc, registered as docs/drafter.md says), "
                          "or remove drafter.runtime from gate.yaml")
+    missing = runsc_missing_args(dict((info.get("Runtimes") or {})[runtime] or {}))
+    if missing:
+        raise UsageError(f"drafter.runtime {runtime} is gVisor registered without {' '.join(missing)}: "
+                         "the sandbox's seccomp profile would not apply inside it",
+                         "add it to the runtime's runtimeArgs in /etc/docker/daemon.json and send dockerd "
+                         "SIGHUP (.ci/setup-docker.sh does both; see docs/drafter.md)")
     return runtime
 
 
