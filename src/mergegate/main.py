@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from mergegate import __version__, textsafe
+from mergegate import __version__
 from mergegate.errors import EXIT_INTERNAL, EXIT_USAGE, GateError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (4 ms on the hook path)
@@ -111,6 +111,8 @@ def _dispatch(argv: list[str]) -> int:
         code: int = module.run(args)
         return code
     except GateError as exc:
+        from mergegate import textsafe  # on the error path only: re, json and typing cost ~9 ms on a hook's
+
         print(f"gate {args.command}: {textsafe.line(exc.render())}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
