@@ -23,7 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from mergegate import catalog, gitio, globs, runner
+from mergegate import catalog, fsutil, gitio, globs, runner
 from mergegate.policy import Policy
 
 CONTRACT_VERSION = 1
@@ -86,22 +86,12 @@ def sweep_worktrees(cwd: str | Path | None = None) -> None:
             continue
         path = Path(os.fsdecode(record[len(b"worktree "):]))
         match = _SCRATCH.fullmatch(path.parent.name)
-        if match and not _alive(int(match.group(1))):
+        if match and not fsutil.pid_alive(int(match.group(1))):
             gitio.worktree_remove(path, cwd)
     for scratch in Path(tempfile.gettempdir()).glob("gate-wt-*-*"):
         match = _SCRATCH.fullmatch(scratch.name)
-        if match and not _alive(int(match.group(1))) and not any(scratch.glob("tree*/.git")):
+        if match and not fsutil.pid_alive(int(match.group(1))) and not any(scratch.glob("tree*/.git")):
             shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def side_spec_hashes(rev: str, cat: catalog.Catalog, cwd: str | Path | None = None) -> dict[str, str]:

@@ -108,6 +108,17 @@ def locked(lock_path: str | Path, wait_s: float = LOCK_WAIT_S) -> Iterator[None]
         os.close(fd)
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one we may not signal counts: it is alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 WORK_AREA = ".gate"
 
 

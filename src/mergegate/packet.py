@@ -81,24 +81,12 @@ def sweep(target: Path) -> None:
         return
     for stale in target.parent.glob(f".{target.name}{_TMP}*"):
         pid = stale.name[len(f".{target.name}{_TMP}"):].split("-", 1)[0]
-        if not (pid.isdigit() and _alive(int(pid))):
+        if not (pid.isdigit() and fsutil.pid_alive(int(pid))):
             shutil.rmtree(stale, ignore_errors=True)
     for aside in target.parent.glob(f".{target.name}{_OLD}*"):
         if not target.exists() and (aside / "packet").is_dir():
             os.replace(aside / "packet", target)  # killed between the two renames: the old packet is whole
         shutil.rmtree(aside, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def verify(directory: str | Path) -> None:

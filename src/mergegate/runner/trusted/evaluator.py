@@ -27,6 +27,7 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 MSG_LIMIT = 4 << 20
@@ -210,6 +211,13 @@ def _prepare(job: dict[str, Any]) -> None:
 
 def fork_one(job: dict[str, Any], state: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
     """Fork a child for ``job``, wait for its message (or the timeout), reap it."""
+    pid, rfd = spawn(lambda wfd: child(job, state, wfd), job["id"])
+    return _collect(pid, rfd, float(job["timeout"]))
+
+
+def spawn(run: Callable[[int], None], announce: Any) -> tuple[int, int]:
+    """Fork a child that runs ``run(wfd)`` and never returns; tell the parent its pid (under the id
+    ``announce``) so it can kill the child's process group if it must stop early; (pid, read end)."""
     rfd, wfd = os.pipe()
     sys.stdout.flush()
     zygote_pid = os.getpid()
@@ -218,14 +226,13 @@ def fork_one(job: dict[str, Any], state: tuple[dict[str, Any], dict[str, Any]]) 
         os.close(rfd)
         _die_with_parent(zygote_pid)
         try:
-            child(job, state, wfd)
+            run(wfd)
         finally:
             os._exit(70)
     os.close(wfd)
-    # Announce the child so the parent can kill its process group if it must stop early.
-    sys.stdout.write(json.dumps({"id": job["id"], "pid": pid}) + "\n")
+    sys.stdout.write(json.dumps({"id": announce, "pid": pid}) + "\n")
     sys.stdout.flush()
-    return _collect(pid, rfd, float(job["timeout"]))
+    return pid, rfd
 
 
 def _collect(pid: int, rfd: int, timeout: float) -> dict[str, Any]:

@@ -132,24 +132,9 @@ def fork_group(jobs: list[dict[str, Any]], state: Any) -> Iterator[dict[str, Any
     job it did not report is a timeout.  A collector that dies or garbles a message fails the
     jobs it did not report.
     """
-    import sys
-
     from mergegate.runner.trusted import evaluator
 
-    rfd, wfd = os.pipe()
-    sys.stdout.flush()
-    zygote_pid = os.getpid()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        os.close(rfd)
-        evaluator._die_with_parent(zygote_pid)
-        try:
-            evaluator.collector(jobs, state, wfd)
-        finally:
-            os._exit(70)
-    os.close(wfd)
-    sys.stdout.write(json.dumps({"id": jobs[0]["id"], "pid": pid}) + "\n")
-    sys.stdout.flush()
+    pid, rfd = evaluator.spawn(lambda wfd: evaluator.collector(jobs, state, wfd), jobs[0]["id"])
     pending = {job["id"]: job for job in jobs}
     timeout = float(jobs[0]["timeout"])
     reader = _Frames(rfd, pid)
