@@ -16,6 +16,7 @@ What must hold, through the real ``gate run`` on a real repository (bubblewrap c
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -275,3 +276,38 @@ def test_units_group_split_and_isolate() -> None:
     assert schedule.units(many[:6], jobs=1) == [list(range(6))]
     mixed = [task("a.py::TestC"), task("a.py::TestC::test_y"), task("b.py::test_z", "shared"), task("b.py::test_w")]
     assert sorted(schedule.units(mixed, jobs=1)) == [[0], [1], [2], [3]]
+
+
+# ---------------------------------------------------------------- through gate check
+
+
+HANGING_TWIN = STATE + '''
+
+import sys as _sys
+import time as _time
+
+_server = _sys.modules["__main__"]
+
+
+def _never(s):
+    """Never answer a twin request: every run of the file waits on production for ever."""
+    _time.sleep(3600)
+
+
+_server.OPS["twin"] = _never
+'''
+
+
+def test_an_agent_patch_whose_production_never_answers_a_twin_is_rejected(tmp_path: Path, bwrap_works: bool) -> None:
+    from tests.helpers import AGENT, commit
+
+    repo = make_repo(tmp_path / "repo", tmp_path / "log.txt")
+    head = commit(repo, {"src/box/state.py": HANGING_TWIN}, "agent: faster state", env=AGENT)
+    started = time.monotonic()
+    proc = gate(repo, "check", "--base", "HEAD~1", "--head", head, "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["decision"] == "reject", data
+    failed = {p["prop"] for p in data["properties"] if p["verdict"] != "pass"}
+    assert {"prop.a", "prop.b", "prop.plain"} <= failed, data["properties"]
+    assert time.monotonic() - started < 120  # bounded by the runs' timeout, not production's sleep

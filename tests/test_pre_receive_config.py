@@ -153,6 +153,15 @@ def test_a_broken_policy_on_the_server_takes_a_persons_repair(srv: Server) -> No
     assert srv.push().returncode == 0 and srv.ref("main") == tip
 
 
+def test_a_repair_cannot_carry_an_oracle_change_with_it(srv: Server) -> None:
+    """A person's repair push is policy files and the manifest only: one that also weakens the oracle
+    (its test now asserts nothing, the manifest re-signed to match) is refused while the policy is broken."""
+    _break_main_behind_the_hooks_back(srv)
+    good = policy_text(srv.work, "version: 2", "version: 1")
+    signed_by_hand(srv.work, {"gate.yaml": good, ORACLE: "def test_p():\n    pass\n"})
+    assert "repair-only" in push_refused(srv, "repair-only")
+
+
 def test_a_broken_default_branch_does_not_lock_new_branches_out_of_repair(srv: Server) -> None:
     _break_main_behind_the_hooks_back(srv)
     git(srv.work, "checkout", "-q", "-b", "topic")
