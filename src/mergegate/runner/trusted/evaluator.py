@@ -138,7 +138,7 @@ def collector(jobs: list[dict[str, Any]], state: Any, wfd: int) -> None:
     """Sealed jobs of one oracle file: collect once, fork a child per job (``group.py``); never return."""
     from mergegate.runner.trusted import group, session
 
-    emit = group.emitter(wfd)
+    emit = group.Emitter(wfd)
     result: dict[str, Any] = {"examples": 0, "opened": []}
     try:
         _prepare(jobs[0])

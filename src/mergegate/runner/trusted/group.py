@@ -100,25 +100,24 @@ def _child(plugin: Any, job: dict[str, Any], items: list[Any], fd: int | None, w
             item.config.hook.pytest_runtest_protocol(item=item, nextitem=following)
         outcome = session.finish(plugin, 0 if items else 5, result)
     except BaseException as exc:
-        outcome = {"status": "fail", "witness": f"{type(exc).__name__}:runner",
-                   "error": f"{type(exc).__name__}: {exc}"[:2000]}
+        outcome = evaluator._runner_failure(exc)
     evaluator.report(result, outcome, started, wfd)
 
 
-def emitter(wfd: int) -> Any:
-    """The collector's ``emit``: one framed message per job on the pipe to the zygote."""
-    real_write, dumps = os.write, json.dumps
+class Emitter:
+    """The collector's ``emit``: one framed message per job on the pipe (``fd``) to the zygote."""
 
-    def emit(job: dict[str, Any], outcome: dict[str, Any]) -> None:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._write, self._dumps = os.write, json.dumps  # bound before any oracle code runs
+
+    def __call__(self, job: dict[str, Any], outcome: dict[str, Any]) -> None:
         try:
-            data = dumps({**outcome, "id": job["id"]}, default=str).encode()
+            data = self._dumps({**outcome, "id": job["id"]}, default=str).encode()
         except BaseException:
-            data = dumps({"id": job["id"], "status": "fail", "witness": "Unserialisable:runner",
-                          "error": "result not serialisable"}).encode()
-        real_write(wfd, len(data).to_bytes(8, "big") + data)
-
-    emit.fd = wfd  # type: ignore[attr-defined]
-    return emit
+            data = self._dumps({"id": job["id"], "status": "fail", "witness": "Unserialisable:runner",
+                                "error": "result not serialisable"}).encode()
+        self._write(self.fd, len(data).to_bytes(8, "big") + data)
 
 
 # ---------------------------------------------------------------- in the zygote
