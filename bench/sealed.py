@@ -228,9 +228,12 @@ print(json.dumps(out))
 """
 
 # The floor under any cross-process call: one length-prefixed JSON request and reply between two
-# processes over a socket pair, nothing else (no codec, no stand-ins, no sandbox).
+# processes over a socket pair, nothing else (no codec, no stand-ins, no sandbox); with the argument
+# "one-core", both on one core (as the gate pins an evaluator and its subject: runner/pool.py).
 PINGPONG = f"""
-import json, os, socket, time
+import json, os, socket, sys, time
+if sys.argv[1:] == ["one-core"]:
+    os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})
 a, b = socket.socketpair()
 if os.fork() == 0:
     a.close()
@@ -597,6 +600,7 @@ def call_rate(tree_dir: Path, specs: Sequence[runner.Spec], policy: Any, seen: S
     durations: dict[str, list[float]] = {i: [] for i in ids}
     direct: dict[str, list[float]] = {"igcd": [], "nthroot": []}
     floor: list[float] = []
+    floor_one_core: list[float] = []
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "HYPOTHESIS"))}
     env.update(PYTHONPATH=str(tree_dir / "src"), PYTHONDONTWRITEBYTECODE="1")
     for _ in range(REPEAT):
@@ -612,6 +616,8 @@ def call_rate(tree_dir: Path, specs: Sequence[runner.Spec], policy: Any, seen: S
             direct[k].append(v)
         floor.append(float(subprocess.run([sys.executable, "-c", PINGPONG], capture_output=True, text=True,
                                           check=True).stdout))
+        floor_one_core.append(float(subprocess.run([sys.executable, "-c", PINGPONG, "one-core"],
+                                                   capture_output=True, text=True, check=True).stdout))
     base = min(durations["prop.zz_calls_none"])
     print(f"\n4. calls per second, {CALLS:,} calls in one example (row duration_s minus the same property "
           f"with no calls: {base * 1000:.0f} ms), best of {REPEAT}")
@@ -624,7 +630,8 @@ def call_rate(tree_dir: Path, specs: Sequence[runner.Spec], policy: Any, seen: S
               f"direct {direct_rate:12,.0f}/s ({direct_s / CALLS * 1e6:.2f} us/call); "
               f"sealed/direct rate {sealed_rate / direct_rate:.5f}x ({direct_rate / sealed_rate:,.0f}x slower)")
     print(f"  floor: a bare JSON request/reply between two processes on this machine, measured alongside: "
-          f"{min(floor) / CALLS * 1e6:.1f} us per round trip ({CALLS / min(floor):,.0f}/s)")
+          f"{min(floor) / CALLS * 1e6:.1f} us per round trip ({CALLS / min(floor):,.0f}/s) where the scheduler "
+          f"places them; {min(floor_one_core) / CALLS * 1e6:.1f} us on one core (as the gate runs a subject)")
 
 
 # ---------------------------------------------------------------- main

@@ -386,7 +386,16 @@ def main() -> None:
           f"of child time ({floor * len(real) / child:.0%}) that is a fixed cost, not the tests' own work")
     print(f"  outside the children (process start, policy, manifest, worktrees, subjects, fork/collect, decision, "
           f"evidence), by difference: {gate_s - child / jobs:.2f}s")
-    print("  sealed production calls per row: not in the rows (the evaluator counts them but make_row drops them)")
+    calls = sum(int(r.get("production_calls") or 0) for r in real)
+    waited = sum(float(r.get("production_s") or 0.0) for r in real)
+    if calls:
+        print(f"  inside the children, requests of production (sealed calls, attributes, operators): {calls} in "
+              f"{waited:.2f}s ({waited / child:.0%} of child time), {waited / calls * 1e6:.0f} us each, round trip "
+              "and production's own work together")
+        bound = gate_s - waited / jobs
+        print(f"  a lower bound for any faster call protocol (every request free, production's own work "
+              f"included): {bound:.2f}s = {bound / pytest_s:.2f}x; with no per-run floor either: "
+              f"{bound - floor * len(real) / jobs:.2f}s = {(bound - floor * len(real) / jobs) / pytest_s:.2f}x")
     pyt = {"hypothesis": [min(v) for r, v in per_run.items() if r[1] is not None],
            "plain": [min(v) for r, v in per_run.items() if r[1] is None]}
     hyp_each = ", ".join(f"{t:.2f}" for t in sorted(pyt["hypothesis"]))

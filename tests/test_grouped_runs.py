@@ -16,6 +16,7 @@ What must hold, through the real ``gate run`` on a real repository (bubblewrap c
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,10 @@ def ppid():
 
 def crash():
     os._exit(3)
+
+
+def cores():
+    return sorted(os.sched_getaffinity(0))
 
 
 class Box:
@@ -83,6 +88,7 @@ def first_example(name):
     FIRST.append(name)
     with LOG.open("a") as log:
         log.write(f"run {name} {os.getpid()}\\n")
+        log.write(f"cores {name} {sorted(os.sched_getaffinity(0))} {state.cores()}\\n".replace(", ", ","))
     assert state.bump() == 1, "production state another run left"
     assert BOX.add(name) == 1, "the collection's object, as another run left it"
     assert state.ppid() == COLLECTION_PID, "not a twin of the collection's production process"
@@ -168,6 +174,17 @@ def test_each_run_is_fresh_on_both_sides(honest: tuple[dict[Any, Any], list[str]
     # A Hypothesis property at each seed, a plain test once: each in a process of its own.
     assert len(runs) == 7, log
     assert len({pid for _run, _name, pid in runs}) == 7, log
+
+
+def test_production_runs_on_its_evaluators_core(honest: tuple[dict[Any, Any], list[str]]) -> None:
+    """A call and its reply are a switch on one core, not a wake-up on another (pool.pin)."""
+    _rows, log = honest
+    seen = [line.split() for line in log if line.startswith("cores ")]
+    assert len(seen) == 7, log
+    usable = len(os.sched_getaffinity(0))
+    for _cores, _name, evaluator, production in seen:
+        assert evaluator == production, seen
+        assert len(json.loads(evaluator)) == 1 or usable == 1, seen
 
 
 def test_a_hanging_run_fails_alone(honest: tuple[dict[Any, Any], list[str]]) -> None:

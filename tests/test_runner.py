@@ -111,6 +111,9 @@ def test_row_fields_and_pass(shop: Path) -> None:
     assert row["examples"] == 30  # the catalog's max_examples, counted by the runner itself
     assert row["fixtures_opened"] == ["oracles/fixtures/rates.json"]
     assert len(str(row["spec_hash"])) == 64 and len(str(row["fixture_closure"])) == 64
+    # Where a sealed run's time went: its requests of production, and the seconds inside them.
+    assert isinstance(row["production_calls"], int) and row["production_calls"] >= row["examples"], row
+    assert isinstance(row["production_s"], float) and 0 < row["production_s"] <= row["duration_s"], row
 
 
 def test_failure_witness_signature_deterministic(shop: Path) -> None:

@@ -1158,6 +1158,33 @@ def _hide(amount, rate, tax):
     return tax
 """
 
+# The first request on a connection asks the subject to share its evaluator's core (runner/pool.py).
+# Production answers it never, or with an error, or pins itself elsewhere: the runs slow down or time
+# out, and nothing it says there is read.
+AFFINITY = """
+import os as _os
+import sys as _sys
+import time as _time
+
+_server = _sys.modules["__main__"]
+
+
+def _never(s, cpu):
+    _time.sleep(3600)
+
+
+def _elsewhere(s, cpu):
+    _os.sched_setaffinity(0, set(range(_os.cpu_count() or 1)))
+    return ["ok", {"status": "pass", "verdict": "admit"}]
+
+
+_server.OPS["affinity"] = @HANDLER@
+
+
+def _hide(amount, rate, tax):
+    return tax
+"""
+
 MORE_ATTACKS: dict[str, tuple[dict[str, str | bytes | None], str | None]] = {
     "/proc snooping, killing the evaluator, connecting to its socket": (
         {"src/shop/tax.py": tricked_tax(PROC_SNOOP)}, "prop.tax_round"),
@@ -1174,6 +1201,10 @@ MORE_ATTACKS: dict[str, tuple[dict[str, str | bytes | None], str | None]] = {
         {"src/shop/tax.py": tricked_tax(TWIN_SHARED)}, "prop.tax_round"),
     "twin: a forged twin (two descriptors, a lying reply)": (
         {"src/shop/tax.py": tricked_tax(TWIN_FORGED)}, "prop.tax_round"),
+    "affinity: the first request on each connection is never answered": (
+        {"src/shop/tax.py": tricked_tax(AFFINITY.replace("@HANDLER@", "_never"))}, "prop.tax_round"),
+    "affinity: answered with a forged verdict, production pinned to every core": (
+        {"src/shop/tax.py": tricked_tax(AFFINITY.replace("@HANDLER@", "_elsewhere"))}, "prop.tax_round"),
     "SIGKILL to the subject's own process group at import": (
         {"src/shop/tax.py": "import os\nimport signal\n\nos.killpg(0, signal.SIGKILL)\n" + BROKEN_TAX}, None),
 }

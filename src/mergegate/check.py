@@ -109,6 +109,14 @@ def check(base: str, head: str, *, environ: Mapping[str, str], jobs: int | None 
     head_sha = gitio.must_resolve(head, cwd)
     mb = gitio.merge_base(gitio.must_resolve(base, cwd), head_sha, cwd)
     policy = repo.load_policy(mb, cwd)
+    with runner.prestarted(0 if runs is not None else jobs or runner.default_jobs(policy)):
+        return _check(base, head_sha, mb, policy, environ=environ, jobs=jobs, progress=progress, now=now, runs=runs,
+                      cwd=cwd)
+
+
+def _check(base: str, head_sha: str, mb: str, policy: Policy, *, environ: Mapping[str, str], jobs: int | None,
+           progress: runner.Progress | None, now: dt.datetime, runs: tuple[Path, Path] | None,
+           cwd: str | Path | None) -> Outcome:
     cat, specs = runner.load_specs(mb, policy, cwd)
     base_ledger = with_props(ledger.load_at(mb, policy.paths.ledger, cwd), cat)
     start = Outcome(

@@ -13,6 +13,7 @@ The folders say which side of the trust boundary a module runs on:
 - ``unsealed/``: the in-process runner for properties a person marked ``isolation: shared``.
 """
 
+from mergegate.runner.pool import prestarted
 from mergegate.runner.rows import SEALED, SHARED, Row, row_from_json, write_jsonl
 from mergegate.runner.schedule import Progress, Task, default_jobs, for_every_seed, parse_shard, plan, run_tasks
 from mergegate.runner.specs import Spec, Trusted, check_function, load_specs
@@ -20,7 +21,7 @@ from mergegate.runner.trees import Tree, files_matching, literal_prefix, product
 
 __all__ = [
     "SEALED", "SHARED", "Progress", "Row", "Spec", "Task", "Tree", "Trusted", "check_function", "default_jobs",
-    "files_matching", "for_every_seed", "literal_prefix", "load_specs", "parse_shard", "plan", "production_roots",
-    "row_from_json",
+    "files_matching", "for_every_seed", "literal_prefix", "load_specs", "parse_shard", "plan", "prestarted",
+    "production_roots", "row_from_json",
     "run_tasks", "tree_digest", "tree_info", "write_jsonl",
 ]

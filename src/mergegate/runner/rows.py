@@ -37,6 +37,8 @@ class Row:
     containment: str = ""  # bwrap | none
     falsifying_example: str | None = None  # Hypothesis's own text for the minimal failing example
     reproduce: str | None = None  # one command that runs this property at this seed on this tree again
+    production_calls: int = 0  # sealed: requests the run made of production (calls, attributes, operators)
+    production_s: float = 0.0  # sealed: seconds of duration_s spent in them (production's work and the round trips)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -56,6 +58,8 @@ class Row:
             data["fixtures_opened"] = list(self.fixtures_opened)
         if self.undeclared_fixtures:
             data["undeclared_fixtures"] = list(self.undeclared_fixtures)
+        if self.production_calls:
+            data["production_calls"], data["production_s"] = self.production_calls, self.production_s
         return data
 
 
@@ -90,8 +94,17 @@ def make_row(prop: Any, seed: int, out: dict[str, Any], policy: Policy, *, spec_
         examples=int(out.get("examples") or 0), duration_s=float(out.get("duration_s") or 0.0),
         error=error, fixtures_opened=opened, undeclared_fixtures=undeclared,
         load_error=str(error or "").startswith(LOAD_ERROR), isolation=isolation, containment=containment,
-        falsifying_example=falsifying,
+        falsifying_example=falsifying, production_calls=_count(out.get("calls")),
+        production_s=_seconds(out.get("production_s")),
     )
+
+
+def _count(value: Any) -> int:
+    return value if type(value) is int and value > 0 else 0
+
+
+def _seconds(value: Any) -> float:
+    return round(float(value), 4) if type(value) in (int, float) and 0 <= value < 1e6 else 0.0
 
 
 def reproduce_command(prop: str, seed: int, *, rev: str | None = None, tree: str | None = None,
@@ -134,4 +147,5 @@ def row_from_json(data: dict[str, Any]) -> Row:
         isolation=str(data.get("isolation") or ""), containment=str(data.get("containment") or ""),
         falsifying_example=str(data.get("falsifying_example") or "") or None,
         reproduce=str(data.get("reproduce") or "") or None,
+        production_calls=_count(data.get("production_calls")), production_s=_seconds(data.get("production_s")),
     )

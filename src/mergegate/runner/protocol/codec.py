@@ -61,9 +61,10 @@ def encode(value: Any, other: Other, depth: int = 0) -> Any:
     enc = _ENCODERS.get(kind)
     if enc is not None:
         return enc(value, other, depth + 1)
-    for base, enc in _SUBCLASS_ENCODERS:
-        if issubclass(kind, base):  # the real type: a spoofed __class__ does not count
-            return enc(value, other, depth + 1)
+    if issubclass(kind, _PLAIN_BASES):  # the real type: a spoofed __class__ does not count
+        for base, enc in _SUBCLASS_ENCODERS:
+            if issubclass(kind, base):
+                return enc(value, other, depth + 1)
     return builtin_type(value) or other(value)
 
 
@@ -152,6 +153,9 @@ _SUBCLASS_ENCODERS: list[tuple[type, Callable[[Any, Other, int], Any]]] = [
                                     dt.timedelta.microseconds.__get__(v)]),
     (uuid.UUID, lambda v, o, d: ["u", format(int.__int__(_UUID["int"].__get__(v)), "032x")]),
 ]
+
+
+_PLAIN_BASES = tuple(base for base, _enc in _SUBCLASS_ENCODERS)
 
 
 def builtin_type(value: Any) -> list[Any] | None:
@@ -286,10 +290,13 @@ _DECODERS: dict[str, Callable[[list[Any], Resolve, int], Any]] = {
 MAX_MESSAGE = 64 << 20
 
 
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # built once: a message per call
+
+
 def dumps(message: Any) -> bytes:
     """One message as compact JSON bytes (NaN and infinities allowed, as Python writes them)."""
     try:
-        return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        return _JSON.encode(message).encode("utf-8", "surrogatepass")
     except (TypeError, ValueError, RecursionError) as exc:
         raise CodecError(f"cannot write the message: {exc}") from None
 

@@ -258,7 +258,17 @@ def op_twin(s: Session) -> list[Any]:
     return ["ok", pid]
 
 
+def op_affinity(s: Session, cpu: Any) -> list[Any]:
+    """Run this connection's process (and its twins) on the evaluator's core: a ping-pong on one
+    core is a direct switch, not a wake-up on another (``pool.pin``)."""
+    if type(cpu) is not int:
+        raise TypeError("affinity takes one core number")
+    os.sched_setaffinity(0, {cpu})
+    return ["ok", None]
+
+
 OPS: dict[str, Callable[..., list[Any]]] = {
+    "affinity": op_affinity,
     "import": op_import, "getattr": op_getattr, "setattr": op_setattr, "delattr": op_delattr,
     "call": op_call, "op": op_op, "signature": op_signature, "twin": op_twin,
 }

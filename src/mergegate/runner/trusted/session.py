@@ -336,6 +336,7 @@ def finish(plugin: GatePlugin, code: int, result: dict[str, Any]) -> dict[str, A
     result["examples"] = plugin.examples
     if plugin.finder is not None:
         result["calls"] = plugin.finder.channel.calls
+        result["production_s"] = round(plugin.finder.channel.waited, 4)
     result["kind"] = "plain" if plugin.kinds == {"plain"} else "hypothesis"
     outcome = plugin.outcome(code)
     if plugin.tampered is not None:
