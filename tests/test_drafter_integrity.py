@@ -36,15 +36,19 @@ def test_forged():
     assert False, "never reached"
 '''
 
-TRACE = '''
-import ctypes, os
+# Each escape attempt reports what it did or why it was refused (candidate code, run in the container).
+ATTEMPT = '''
 def attempt(label, action):
     try:
         action()
         return "DID " + label
     except BaseException as exc:
         return "refused " + label + ": " + type(exc).__name__
-def ptrace():
+'''
+
+TRACE = '''
+import ctypes, os
+''' + ATTEMPT + '''def ptrace():
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.ptrace(16, os.getppid(), 0, 0) != 0:  # PTRACE_ATTACH to the agent
         raise OSError(ctypes.get_errno(), "ptrace")
@@ -59,13 +63,7 @@ def test_trace():
 
 REWRITE = '''
 import os
-def attempt(label, action):
-    try:
-        action()
-        return "DID " + label
-    except BaseException as exc:
-        return "refused " + label + ": " + type(exc).__name__
-def test_rewrite():
+''' + ATTEMPT + '''def test_rewrite():
     mine = [os.path.join("/job/candidates", n) for n in sorted(os.listdir("/job/candidates"))]
     out = [attempt("rewrite " + p, lambda p=p: open(p, "w").write("def test_x(): pass\\n")) for p in mine]
     out.append(attempt("new file", lambda: open("/job/candidates/c009.py", "w").write("x")))

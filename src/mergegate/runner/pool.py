@@ -125,15 +125,14 @@ def prestarted(count: int) -> Iterator[None]:
 
     A zygote's start (Python, pytest, Hypothesis, a warm-up session: about 0.3 s) then overlaps
     the work before the runs (the ledger, canaries, worktrees); any left unused are stopped
-    when the block ends.  Nothing changes but when they start: same command, environment, pins.
+    when the block ends.  Nothing changes but when they start: same command and environment; the
+    pool pins each one as it takes it.
     """
     mine: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory(prefix="gate-zygotes-") as folder:
         try:
             for number in range(count):
-                proc = _start(Path(folder) / f"zygote-{number}.log", Path(folder))
-                pin(proc.pid, number, count)
-                mine.append(proc)
+                mine.append(_start(Path(folder) / f"zygote-{number}.log", Path(folder)))
             with _warm_lock:
                 _warm.extend(mine)
             yield
