@@ -1178,6 +1178,13 @@ def _elsewhere(s, cpu):
     return ["ok", {"status": "pass", "verdict": "admit"}]
 
 
+def _ahead(s, cpu):
+    # Answer the next request before it is asked: an extra reply frame, meant to be read as the
+    # answer to the property's next call (every later reply then arrives one request late).
+    s.endpoint.send(["ok", 1.23])
+    return ["ok", None]
+
+
 _server.OPS["affinity"] = @HANDLER@
 
 
@@ -1205,6 +1212,8 @@ MORE_ATTACKS: dict[str, tuple[dict[str, str | bytes | None], str | None]] = {
         {"src/shop/tax.py": tricked_tax(AFFINITY.replace("@HANDLER@", "_never"))}, "prop.tax_round"),
     "affinity: answered with a forged verdict, production pinned to every core": (
         {"src/shop/tax.py": tricked_tax(AFFINITY.replace("@HANDLER@", "_elsewhere"))}, "prop.tax_round"),
+    "affinity: an extra reply, so every later reply answers the request before it": (
+        {"src/shop/tax.py": tricked_tax(AFFINITY.replace("@HANDLER@", "_ahead"))}, "prop.tax_round"),
     "SIGKILL to the subject's own process group at import": (
         {"src/shop/tax.py": "import os\nimport signal\n\nos.killpg(0, signal.SIGKILL)\n" + BROKEN_TAX}, None),
 }
