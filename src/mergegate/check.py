@@ -1,6 +1,7 @@
 """``gate check``: the whole pipeline, in DESIGN.md's "One pipeline" order.
 
-1. merge-base; policy, catalog and ledger from it.  2. admission (blob id;
+1. the target's tip (``judged``: a stale head is judged as its merge result, or refused);
+policy, catalog and ledger from the tip.  2. admission (blob id;
 empty diff => reject/empty_blob).  3. canaries in fixed order => reject/canary_bad.
 4. independence (seed 004 scorecard; manifest must verify at head).  5-6. the
 differential run (fixture digests of both trees, contract).  7. per-property
@@ -23,6 +24,7 @@ from mergegate import (
     differential,
     diffrun,
     gitio,
+    judged,
     ledger,
     manifest,
     repo,
@@ -48,10 +50,10 @@ class Outcome:
 
     decision: str  # admit | hold | reject | review
     reason: str
-    base: str
-    head: str
-    merge_base: str
-    base_revision: str  # the merge-base, before any ledger-only commits
+    base: str  # the target as named
+    head: str  # the revision judged as the head side (the merge result of a stale head)
+    merge_base: str  # git merge-base of the target's tip and the head
+    base_revision: str  # the target's tip, before any ledger-only commits
     seeds: tuple[int, ...]
     properties: tuple[catalog.Property, ...]
     claimed: tuple[str, ...]
@@ -67,6 +69,8 @@ class Outcome:
     differential: differential.Decision | None = None
     agent: bool = False
     stopped_at: str | None = None
+    target: str = ""  # the target's tip: trusted side and base of the run
+    pair_of: judged.Judged | None = None  # how the head side was made (up to date, merge result, ...)
 
     @property
     def admitted(self) -> bool:
@@ -99,36 +103,44 @@ def effective_base(merge_base: str, policy: Policy, cwd: str | Path | None = Non
 
 def check(base: str, head: str, *, environ: Mapping[str, str], jobs: int | None = None,
           progress: runner.Progress | None = None, now: dt.datetime | None = None,
-          runs: tuple[Path, Path] | None = None, cwd: str | Path | None = None) -> Outcome:
-    """Run the pipeline for the patch ``merge-base(base, head)..head``.
+          runs: tuple[Path, Path] | None = None, cwd: str | Path | None = None,
+          require_up_to_date: bool = False) -> Outcome:
+    """Run the pipeline for the patch ``head`` aimed at the target ``base`` (its current tip).
 
     ``runs``: (base, head) JSONL files made elsewhere (CI shards merged with
-    ``gate merge-runs``) used instead of running the properties here.
+    ``gate merge-runs``) used instead of running the properties here; their rows
+    must name the trees judged here.  ``require_up_to_date``: refuse a stale head
+    (``stale_base``) even where the target's policy would judge its merge result.
     """
     now = now or ledger.utcnow()
     head_sha = gitio.must_resolve(head, cwd)
-    mb = gitio.merge_base(gitio.must_resolve(base, cwd), head_sha, cwd)
-    policy = repo.load_policy(mb, cwd)
-    with runner.prestarted(0 if runs is not None else jobs or runner.default_jobs(policy)):
-        return _check(base, head_sha, mb, policy, environ=environ, jobs=jobs, progress=progress, now=now, runs=runs,
+    tip = gitio.must_resolve(base, cwd)
+    policy = repo.load_policy(tip, cwd)
+    stale = judged.REFUSE if require_up_to_date else policy.verdict.stale_base
+    pair_of = judged.judge_pair(tip, head_sha, stale, cwd)
+    with runner.prestarted(0 if runs is not None or pair_of.stopped else jobs or runner.default_jobs(policy)):
+        return _check(base, pair_of, policy, environ=environ, jobs=jobs, progress=progress, now=now, runs=runs,
                       cwd=cwd)
 
 
-def _check(base: str, head_sha: str, mb: str, policy: Policy, *, environ: Mapping[str, str], jobs: int | None,
+def _check(base: str, pair_of: judged.Judged, policy: Policy, *, environ: Mapping[str, str], jobs: int | None,
            progress: runner.Progress | None, now: dt.datetime, runs: tuple[Path, Path] | None,
            cwd: str | Path | None) -> Outcome:
-    cat, specs = runner.load_specs(mb, policy, cwd)
-    base_ledger = with_props(ledger.load_at(mb, policy.paths.ledger, cwd), cat)
+    tip = pair_of.target
+    cat, specs = runner.load_specs(tip, policy, cwd)
+    base_ledger = with_props(ledger.load_at(tip, policy.paths.ledger, cwd), cat)
     start = Outcome(
-        verdicts.REJECT, "", base, head_sha, mb, effective_base(mb, policy, cwd), policy.verdict.seeds,
-        cat.properties, cat.claimed,
+        verdicts.REJECT, "", base, pair_of.head, pair_of.merge_base, effective_base(tip, policy, cwd),
+        policy.verdict.seeds, cat.properties, cat.claimed, target=tip, pair_of=pair_of,
     )
-    diff = gitio.diff_bytes(mb, head_sha, cwd)
+    if pair_of.stopped:
+        return _stop(start, pair_of.mode, "target")
+    diff = gitio.diff_bytes(tip, start.head, cwd)
     blob = admission.admit(diff, [], set())
     if blob.get("reason") == "empty_blob":
         return _stop(start, "empty_blob", "admission")
     start = _with(start, blob=admission.blob_id(diff))
-    canaries = admission.run_canaries(diff, mb, policy, cwd)
+    canaries = admission.run_canaries(diff, tip, policy, cwd)
     start = _with(start, canaries=canaries)
     if not all(c.ok for c in canaries):
         return _stop(start, "canary_bad", "canaries")
@@ -137,11 +149,13 @@ def _check(base: str, head_sha: str, mb: str, policy: Policy, *, environ: Mappin
         return start
     if runs is not None:
         seeds = start.seeds
+        trees = (judged.tree_of(tip, cwd), judged.tree_of(start.head, cwd))
         pair = diffrun.pair_from_rows(
-            start.merge_base, start.head, policy, cat, specs, seeds, diffrun.load_rows(runs[0], seeds),
-            diffrun.load_rows(runs[1], seeds), skip_head=start.oracle_edited, cwd=cwd)
+            tip, start.head, policy, cat, specs, seeds, diffrun.load_rows(runs[0], seeds, trees[0], "base", tip),
+            diffrun.load_rows(runs[1], seeds, trees[1], "head", start.head), skip_head=start.oracle_edited,
+            cwd=cwd)
     else:
-        pair = diffrun.run_pair(start.merge_base, start.head, policy, cat, specs, start.seeds,
+        pair = diffrun.run_pair(tip, start.head, policy, cat, specs, start.seeds,
                                 skip_head=start.oracle_edited, jobs=jobs, progress=progress, cwd=cwd)
     return _differential(start, pair, policy, base_ledger, now)
 
@@ -159,10 +173,11 @@ def _stop(outcome: Outcome, reason: str, stage: str, decision: str = verdicts.RE
 def _independence(o: Outcome, policy: Policy, base_ledger: ledger.Ledger, now: dt.datetime,
                   environ: Mapping[str, str], cwd: str | Path | None) -> Outcome:
     """Seed 004: split, agent, scorecard, manifest at head."""
-    sp = split.split(gitio.tree_changes(o.merge_base, o.head, cwd), policy)
+    sp = split.split(gitio.tree_changes(o.target, o.head, cwd), policy)
     cat = catalog.Catalog(o.properties, o.claimed)
     edited = split.oracle_edited(cat, sp)
-    emails = gitio.author_emails(o.merge_base, o.head, cwd)
+    # The patch's own commits: those of the head the target lacks (never the merge-result commit).
+    emails = gitio.author_emails(o.target, o.pair_of.patch_head if o.pair_of else o.head, cwd)
     agent = agents.is_agent(policy, environ) or any(agents.is_agent(policy, {}, e) for e in emails)
     head_ledger = None
     if policy.paths.ledger in sp.paths:

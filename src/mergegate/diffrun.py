@@ -155,14 +155,22 @@ def run_pair(
             if spec.prop.id not in skip:
                 tasks.append((head_tree, spec, seed))
         rows = runner.run_tasks(tasks, policy, jobs, progress)
-    base_rows = tuple(with_reproduce(runner.for_every_seed(
+    base_rows = tuple(bind(with_reproduce(runner.for_every_seed(
         [r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is base_tree], specs, seeds),
-        rev=base))
-    head_rows = tuple(with_reproduce(runner.for_every_seed(
+        rev=base), base, cwd))
+    head_rows = tuple(bind(with_reproduce(runner.for_every_seed(
         [r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is head_tree], specs, seeds),
-        rev=head, trusted=base))
+        rev=head, trusted=base), head, cwd))
     contract["seeds_apply"] = {s.prop.id: s.seeds_apply for s in specs}
     return Pair(contract, base_rows, head_rows, tuple(sorted(skip)))
+
+
+def bind(rows: Sequence[runner.Row], rev: str, cwd: str | Path | None = None) -> list[runner.Row]:
+    """The rows, each naming the commit ``rev`` and its tree (what a run file is accepted for)."""
+    from mergegate import judged
+    from mergegate.runner import rows as rowlib
+
+    return rowlib.bound(rows, rev, judged.tree_of(rev, cwd))
 
 
 def with_reproduce(rows: Sequence[runner.Row], *, rev: str, trusted: str | None = None) -> list[runner.Row]:
@@ -209,8 +217,14 @@ def blob_tree(rev: str, policy: Policy, cat: catalog.Catalog, cwd: str | Path | 
     return fixture_digest, {p.id: catalog.fixture_closure(p, files) for p in cat.properties}
 
 
-def load_rows(path: str | Path, seeds: Sequence[int]) -> list[runner.Row]:
-    """A JSONL run file (``gate run``/``gate merge-runs``) as rows; validated line by line."""
+def load_rows(path: str | Path, seeds: Sequence[int], tree: str | None = None, side: str = "",
+              rev: str = "") -> list[runner.Row]:
+    """A JSONL run file (``gate run``/``gate merge-runs``) as rows; validated line by line.
+
+    ``tree``: every row must name it (the tree judged on ``side``, the commit ``rev``):
+    rows of another revision (the base's offered as the head's, an earlier commit's)
+    are refused, naming the file and line.
+    """
     from mergegate import differential
 
     differential.load_jsonl(path, seeds)  # names file:line of any malformed row
@@ -219,10 +233,19 @@ def load_rows(path: str | Path, seeds: Sequence[int]) -> list[runner.Row]:
 
     rows = []
     for number, line in jsonio.lines(Path(path).read_text(encoding="utf-8")):
+        if not line.strip():
+            continue
         try:
-            rows.append(runner.row_from_json(jsonio.loads(line, str(path), number)))
+            row = runner.row_from_json(jsonio.loads(line, str(path), number))
         except (TypeError, ValueError, OverflowError) as exc:
             raise ConfigError(str(path), number, f"bad run row ({exc})", "use the rows a run wrote") from None
+        if tree is not None and row.tree != tree:
+            ran = f"ran on tree {row.tree[:12]} (revision {row.revision[:12] or '?'})" if row.tree else \
+                "names no tree (a directory run, or an old run file)"
+            raise ConfigError(str(path), number, f"{row.prop} seed {row.seed} {ran}, not on the {side} "
+                              f"judged here (tree {tree[:12]}, revision {rev[:12]})",
+                              f"pass the merged rows of `gate run --rev {rev[:12]}` for the {side}")
+        rows.append(row)
     return rows
 
 

@@ -17,12 +17,18 @@ from mergegate.check import Outcome
 
 
 def contract(o: Outcome) -> dict[str, Any]:
+    judged = {"judged": o.pair_of.to_json()} if o.pair_of is not None else {}
     if o.pair is not None:
-        return {**o.pair.contract, "merge_base": o.merge_base, "base_revision": o.base_revision}
-    return {"contract_version": diffrun.CONTRACT_VERSION, "base": o.merge_base, "head": o.head,
+        return {**o.pair.contract, "merge_base": o.merge_base, "base_revision": o.base_revision, **judged}
+    return {"contract_version": diffrun.CONTRACT_VERSION, "base": o.target or o.merge_base, "head": o.head,
             "merge_base": o.merge_base, "base_revision": o.base_revision, "seeds": list(o.seeds),
             "properties": [{"id": p.id, "oracle": p.oracle, "claim": p.claim} for p in o.properties],
-            "stopped_at": o.stopped_at}
+            "stopped_at": o.stopped_at, **judged}
+
+
+def judged_line(o: Outcome) -> str:
+    """Which revisions were judged: the head as it is, its merge result with the target's tip, or neither."""
+    return o.pair_of.line(o.base) if o.pair_of is not None else f"judged: head {o.head[:12]}"
 
 
 def contract_hash(o: Outcome) -> str:
@@ -61,6 +67,7 @@ def decision_json(o: Outcome) -> dict[str, Any]:
     data: dict[str, Any] = {
         "decision": o.decision, "reason": o.reason, "admitted": o.admitted, "stopped_at": o.stopped_at,
         "base": o.base, "head": o.head, "merge_base": o.merge_base, "base_revision": o.base_revision,
+        "target": o.target, "judged": o.pair_of.to_json() if o.pair_of is not None else None,
         "blob": o.blob, "agent": o.agent, "contract_hash": contract_hash(o),
         "canaries": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in o.canaries],
         "scorecard": o.score.to_dict() if o.score else None,
@@ -112,8 +119,9 @@ def _fill(o: Outcome, out: Path) -> None:
 
 
 def default_dir(area: Path, o: Outcome) -> Path:
-    """``<area>/evidence/<merge-base>-<head>``: checks of one head against two bases keep two packets."""
-    return area / "evidence" / f"{o.merge_base[:12]}-{o.head[:12]}"
+    """``<area>/evidence/<target tip>-<head>``: checks of one head against two targets keep two packets."""
+    head = o.pair_of.patch_head if o.pair_of is not None else o.head
+    return area / "evidence" / f"{(o.target or o.merge_base)[:12]}-{head[:12]}"
 
 
 def _json(data: Any) -> bytes:
@@ -249,7 +257,7 @@ def junit(o: Outcome) -> str:
 def markdown(o: Outcome) -> str:
     """The review note, then a table: for a CI step summary and summary.md."""
     icon = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️"}
-    lines = [f"## mergegate: {o.decision}", "", "```", *review_note(o), "```", "",
+    lines = [f"## mergegate: {o.decision}", "", textsafe.line(judged_line(o)), "", "```", *review_note(o), "```", "",
              "| property | verdict | reason | detail |", "|---|---|---|---|"]
     for prop, verdict, reason, detail in prop_rows(o):
         cell = detail.replace("|", "\\|").replace("\n", " ")

@@ -59,6 +59,7 @@ class Agents:
 class Verdict:
     combiner: str = "strict"
     seeds: tuple[int, ...] = (11, 29, 47)
+    stale_base: str = "merge"  # merge | refuse: a head forked before the target's tip (gate check)
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,10 @@ def _verdict(doc: yamlio.Doc, raw: Any) -> Verdict:
     if "combiner" in values and values["combiner"] not in ("strict", "lenient"):
         raise doc.error(
             ("verdict", "combiner"), f"unknown combiner {values['combiner']!r}", "write strict or lenient"
+        )
+    if "stale_base" in values and values["stale_base"] not in ("merge", "refuse"):
+        raise doc.error(
+            ("verdict", "stale_base"), f"unknown stale_base {values['stale_base']!r}", "write merge or refuse"
         )
     if "seeds" in values:
         seeds = yamlio.expect(doc, ("verdict", "seeds"), values["seeds"], list, "a list of integers")

@@ -9,15 +9,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mergegate import branches, gitio
+from mergegate import branches, gitio, textsafe
 from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
 from mergegate.fsutil import work_area
 from mergegate.progress import progress_bar
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--base", help="the target branch or revision (trusted side; default: the repository's "
+    parser.add_argument("--base", help="the target branch or revision; its current tip is the trusted side and a "
+                        "head forked before it is judged as the merge result (default: the repository's "
                         "default branch: origin/HEAD, else init.defaultBranch, main or master)")
+    parser.add_argument("--require-up-to-date", action="store_true", help="refuse a head that does not contain "
+                        "the target's tip (stale_base) instead of judging the merge result")
     parser.add_argument("--head", help="the patch revision (default: HEAD; the work tree must be clean)")
     parser.add_argument("--evidence", metavar="DIR", help="write the evidence packet here "
                         "(default: .gate/evidence/<merge-base>-<head>)")
@@ -45,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     runs = (Path(args.base_runs), Path(args.head_runs)) if args.base_runs else None
     base = branches.base_or_default(args.base)
     with progress_bar(quiet=args.json) as progress:
-        outcome = check.check(base, head, environ=os.environ, jobs=args.jobs, progress=progress, runs=runs)
+        outcome = check.check(base, head, environ=os.environ, jobs=args.jobs, progress=progress, runs=runs,
+                              require_up_to_date=args.require_up_to_date)
     where = Path(args.evidence) if args.evidence else evidence.default_dir(work_area(gitio.toplevel()), outcome)
     evidence.write_packet(outcome, where)
     if args.junit:
@@ -85,6 +89,7 @@ def _print_table(outcome: Any, where: Path) -> None:
         print()
         print("\n".join(failures))
     print()
+    print(textsafe.line(evidence.judged_line(outcome)))
     for line in evidence.review_note(outcome):
         print(line)
     print(f"evidence: {where}")

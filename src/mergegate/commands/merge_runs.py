@@ -6,7 +6,7 @@ import argparse
 import json
 
 from mergegate import differential, fsutil, jsonio
-from mergegate.errors import EXIT_OK, UsageError
+from mergegate.errors import EXIT_OK, ConfigError, UsageError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -17,16 +17,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     rows: dict[tuple[str, int], str] = {}
+    first: tuple[str, str, int] | None = None  # (tree, file, line) of the first row: every row shares its tree
     for path in args.inputs:
         parsed = differential.load_jsonl(path)  # validates every line, naming file:line
         with open(path, encoding="utf-8") as handle:
-            lines = [ln for _, ln in jsonio.lines(handle.read()) if ln.strip()]
-        for row, line in zip(parsed, lines, strict=True):
+            lines = [(n, ln) for n, ln in jsonio.lines(handle.read()) if ln.strip()]
+        for row, (number, line) in zip(parsed, lines, strict=True):
             key = (row.prop, row.seed)
             if key in rows:
                 raise UsageError(f"{path}: {row.prop} seed {row.seed} is also in another shard",
                                  "give every shard the same --shard N and a different K")
-            rows[key] = json.dumps(jsonio.loads(line, path), sort_keys=True)
+            data = jsonio.loads(line, path, number)
+            tree = data.get("tree") if isinstance(data.get("tree"), str) else ""
+            if first is None:
+                first = (tree, path, number)
+            elif tree != first[0]:
+                raise ConfigError(path, number, f"{row.prop} seed {row.seed} ran on tree {tree[:12] or '(none)'}, "
+                                  f"but {first[1]}:{first[2]} on tree {first[0][:12] or '(none)'}",
+                                  "merge the shards of one revision only (base and head separately)")
+            rows[key] = json.dumps(data, sort_keys=True)
     if args.seeds:
         from mergegate.commands.run import parse_seeds
 
@@ -36,5 +45,6 @@ def run(args: argparse.Namespace) -> int:
             if missing:
                 raise UsageError(f"{prop} lacks seed(s) {missing}", "merge the run files of every shard")
     fsutil.atomic_write(args.out, "".join(rows[k] + "\n" for k in sorted(rows)).encode())
-    print(f"{len(rows)} rows from {len(args.inputs)} file(s) -> {args.out}")
+    tree = f" (tree {first[0][:12]})" if first and first[0] else ""
+    print(f"{len(rows)} rows from {len(args.inputs)} file(s){tree} -> {args.out}")
     return EXIT_OK

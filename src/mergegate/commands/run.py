@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         rev = gitio.must_resolve(args.rev)
         with diffrun.worktrees([rev]) as (tree_dir,):
             rows = _run(tree_dir, pairs, policy, args.jobs)
-        rows = rowlib.with_reproduce(runner.for_every_seed(rows, specs, seeds), rev=rev, trusted=trusted_rev)
+        rows = diffrun.bind(rowlib.with_reproduce(runner.for_every_seed(rows, specs, seeds), rev=rev,
+                                                  trusted=trusted_rev), rev)
     else:
         tree_dir = Path(args.tree)
         if not tree_dir.is_dir():

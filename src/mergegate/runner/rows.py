@@ -39,6 +39,8 @@ class Row:
     reproduce: str | None = None  # one command that runs this property at this seed on this tree again
     production_calls: int = 0  # sealed: requests the run made of production (calls, attributes, operators)
     production_s: float = 0.0  # sealed: seconds of duration_s spent in them (production's work and the round trips)
+    revision: str = ""  # the commit the run checked out ("" for a directory run: gate run --tree)
+    tree: str = ""  # that commit's tree: rows are accepted only for the tree being judged
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -60,6 +62,8 @@ class Row:
             data["undeclared_fixtures"] = list(self.undeclared_fixtures)
         if self.production_calls:
             data["production_calls"], data["production_s"] = self.production_calls, self.production_s
+        if self.tree:
+            data["revision"], data["tree"] = self.revision, self.tree
         return data
 
 
@@ -148,4 +152,16 @@ def row_from_json(data: dict[str, Any]) -> Row:
         falsifying_example=str(data.get("falsifying_example") or "") or None,
         reproduce=str(data.get("reproduce") or "") or None,
         production_calls=_count(data.get("production_calls")), production_s=_seconds(data.get("production_s")),
+        revision=_text(data.get("revision")), tree=_text(data.get("tree")),
     )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def bound(rows: Sequence[Row], revision: str, tree: str) -> list[Row]:
+    """The rows, each naming the revision and tree it ran on."""
+    import dataclasses
+
+    return [dataclasses.replace(r, revision=revision, tree=tree) for r in rows]
