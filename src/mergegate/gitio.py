@@ -476,11 +476,13 @@ def new_commits(tips: Sequence[str], cwd: str | Path | None = None) -> list[Logg
     return list(iter_new_commits(tips, cwd))
 
 
-def iter_new_commits(tips: Sequence[str], cwd: str | Path | None = None) -> Iterator[LoggedCommit]:
+def iter_new_commits(tips: Sequence[str], cwd: str | Path | None = None,
+                     exclude: Sequence[str] | None = None) -> Iterator[LoggedCommit]:
     """Stream the commits reachable from ``tips`` but from no existing ref, newest first.
 
     One ``git log`` for the whole push: ``--not --all`` leaves out what the
-    repository already holds (pre-receive runs before any ref moves), and a merge
+    repository already holds (pre-receive runs before any ref moves); ``exclude``
+    names the commits to stop at instead (the protected refs' tips), and a merge
     is diffed against its first parent, i.e. by what it brings to the line it lands
     on.  No ``--topo-order``: it would make git walk everything before its first
     line, while streaming lets the caller judge commits as git produces them.
@@ -488,7 +490,7 @@ def iter_new_commits(tips: Sequence[str], cwd: str | Path | None = None) -> Iter
     if not tips:
         return
     args = [
-        "git", "-c", "log.showSignature=false", "log", "--stdin", "--not", "--all",
+        "git", "-c", "log.showSignature=false", "log", "--stdin", *(("--not", "--all") if exclude is None else ()),
         "--root", "--raw", "-z", "--no-renames",
         "--diff-merges=first-parent", "--no-abbrev", "--no-color", "--no-ext-diff",
         f"--format={_LOG_FORMAT}",
@@ -499,7 +501,8 @@ def iter_new_commits(tips: Sequence[str], cwd: str | Path | None = None) -> Iter
         proc = subprocess.Popen(args, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
         assert proc.stdin is not None and proc.stdout is not None
         try:
-            proc.stdin.write(b"".join(t.encode() + b"\n" for t in tips))
+            proc.stdin.write(b"".join(t.encode() + b"\n" for t in tips)
+                             + b"".join(b"^" + t.encode() + b"\n" for t in exclude or ()))
             proc.stdin.close()
             yield from parse_log_stream(_zchunks(proc.stdout))
         finally:

@@ -91,6 +91,9 @@ class Server:
     # The host lets only people push to the default branch (agents open merge requests): one of the
     # ways, with agents.pushers and signed oracle commits, the server tells an agent from a person.
     protected_branches: bool = False
+    # Refs (globs over full names) whose commits count as judged, besides the default branch: a
+    # commit is judged when a protected ref first gains it, wherever else the server held it.
+    protected_refs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -313,6 +316,13 @@ def _server(doc: yamlio.Doc, raw: Any) -> Server:
                       "true or false")
     if values.get("allowed_signers") is not None:
         yamlio.expect(doc, ("server", "allowed_signers"), values["allowed_signers"], str, "a path")
+    if "protected_refs" in values:
+        refs = yamlio.str_list(doc, ("server", "protected_refs"), values["protected_refs"] or [])
+        for i, pattern in enumerate(refs):
+            if not pattern.startswith("refs/") or not globs.is_valid(pattern):
+                raise doc.error(("server", "protected_refs", i), f"{pattern!r} is not a ref pattern",
+                                "write full ref names or globs, e.g. refs/heads/release/*")
+        values["protected_refs"] = refs
     if "agent_force_push" in values and values["agent_force_push"] not in ("refuse", "allow"):
         raise doc.error(("server", "agent_force_push"), "must be refuse or allow", "write refuse")
     return Server(**values)

@@ -5,8 +5,11 @@ Order of work (each step one or a few git processes, never one per commit):
 2. resolve every old and new id in one ``cat-file --batch-check`` (tags peeled);
 3. pick each ref's trusted side: a branch's own old tip, else the default branch
    (HEAD), and read gate.yaml there, never from the pushed commits;
-4. per trusted side, one ``git log --not --all`` lists the new commits with their
-   first-parent diffs; the pure rules in ``receive_rules`` judge them.
+4. per trusted side, one ``git log`` lists the commits to judge with their first-parent
+   diffs: for a protected ref (``protected``: the default branch, ``server.protected_refs``)
+   every commit no protected ref held before, wherever else the server had it; for any
+   other ref the commits new to the repository (``--not --all``).  The pure rules in
+   ``receive_rules`` judge them.
 Anything unexpected raises, and the command turns that into a rejection.
 """
 
@@ -23,7 +26,7 @@ from pathlib import Path
 
 from mergegate import agents, gitio, merges, policy, pushlog
 from mergegate.errors import UsageError
-from mergegate.hooks import push_manifest, server_state, trusted
+from mergegate.hooks import protected, push_manifest, server_state, trusted
 from mergegate.hooks.installer import write_hook
 from mergegate.hooks.receive_rules import NOT_A_COMMIT, CommitFacts, Refusal, judge_commit, judge_ref, short
 from mergegate.manifest import Report
@@ -77,16 +80,19 @@ def judge_push(stdin: bytes, cwd: str | Path | None = None,
     env = os.environ if environ is None else environ
     updates = pushlog.parse(stdin)
     _check_hash(updates, cwd)
-    targets, refusals = _resolve(updates, cwd)
+    targets, refusals, default_ref = _resolve(updates, cwd)
     sides = trusted.load((t.trusted for t in targets), cwd)
-    groups: dict[tuple[str, bytes | None], tuple[trusted.Side, list[Target]]] = {}
+    groups: dict[tuple[str, bytes | None, bool], tuple[trusted.Side, list[Target]]] = {}
     for target in targets:
         side = sides[target.trusted]
-        groups.setdefault(side.key, (side, []))[1].append(target)
+        guard = protected.is_protected(target.update.ref, side.policy, default_ref)
+        groups.setdefault((*side.key, guard), (side, []))[1].append(target)
+    tips = protected.tips(cwd) if any(guard for _k, _b, guard in groups) else []
     judged = 0
     found: list[Refusal] = list(refusals)
-    for side, group in groups.values():
-        more, count = _judge_group(side, group, cwd, env)
+    for (*_key, guard), (side, group) in groups.items():
+        exclude = protected.judged_tips(tips, side.policy, default_ref) if guard else None
+        more, count = _judge_group(side, group, exclude, cwd, env)
         found += more
         judged += count
     # What the push leaves on each branch judges the next push there: it must stay readable.
@@ -111,7 +117,7 @@ def _check_hash(updates: list[pushlog.RefUpdate], cwd: str | Path | None) -> Non
 
 
 def _resolve(updates: list[pushlog.RefUpdate], cwd: str | Path | None
-             ) -> tuple[list[Target], list[Refusal]]:
+             ) -> tuple[list[Target], list[Refusal], str | None]:
     names = [n for u in updates for oid in (u.old, u.new) if not pushlog.is_zero(oid)
              for n in (oid, oid + "^{commit}")]
     default_ref = gitio.symbolic_head(cwd)
@@ -143,7 +149,7 @@ def _resolve(updates: list[pushlog.RefUpdate], cwd: str | Path | None
             raise UsageError(f"no trusted policy for {u.ref}: the default branch "
                              f"{default_ref or 'HEAD'} does not exist on the server", trusted.BOOTSTRAP_FIX)
         targets.append(Target(u, old_commit, new_commit, judge_at))
-    return targets, refusals
+    return targets, refusals, default_ref
 
 
 def _peeled(found: Mapping[str, tuple[str, str] | None], oid: str) -> str | None:
@@ -151,7 +157,7 @@ def _peeled(found: Mapping[str, tuple[str, str] | None], oid: str) -> str | None
     return hit[0] if hit else None
 
 
-def _judge_group(side: trusted.Side, group: list[Target], cwd: str | Path | None,
+def _judge_group(side: trusted.Side, group: list[Target], exclude: list[str] | None, cwd: str | Path | None,
                  env: Mapping[str, str]) -> tuple[list[Refusal], int]:
     pol = side.policy
     who = pushers(env)
@@ -164,7 +170,7 @@ def _judge_group(side: trusted.Side, group: list[Target], cwd: str | Path | None
         refusals += judge_ref(t.update.ref, t.update.deleted, ff, pusher_agent, pol.server.agent_force_push)
     tips = [t.new_commit for t in group if t.new_commit]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        walk = _walk(pol, env, who, tips, cwd, pool)
+        walk = _walk(pol, env, who, tips, exclude, cwd, pool)
         # The merges' own changes are worked out (mostly by git, on another core) while the
         # manifests are checked here.
         graph = walk.ancestry
@@ -200,14 +206,14 @@ class _Walk:
 
 
 def _walk(pol: policy.Policy, env: Mapping[str, str], who: tuple[str, ...], tips: list[str],
-          cwd: str | Path | None, pool: ThreadPoolExecutor) -> _Walk:
+          exclude: list[str] | None, cwd: str | Path | None, pool: ThreadPoolExecutor) -> _Walk:
     """Read the push's commits while git is still walking them.
 
     A merge whose first-parent diff would be refused may owe that to what its side
     brought; the first such merge starts the one ``rev-list --parents`` all of them need.
     """
     walk = _Walk(Splitter(pol))
-    for c in gitio.iter_new_commits(tips, cwd):
+    for c in gitio.iter_new_commits(tips, cwd, exclude):
         walk.commits.append(c)
         if not walk.splitter.touches_guarded(c.changes):
             continue
