@@ -250,3 +250,10 @@ def test_honest_shard_rows_of_a_stale_heads_merge_result_are_accepted(shop: dict
     code, data = check(repo, "main", str(shop["clean"]), "--base-runs", str(base_rows),
                        "--head-runs", str(result_rows))
     assert (code, data["decision"]) == (0, "admit"), data
+    # what a CI shard runs without knowing the merge commit: gate run --rev HEAD --merged-into TARGET
+    ci = tmp_path / "ci.jsonl"
+    gate(repo, "run", "--rev", str(shop["clean"]), "--merged-into", "main", "--trusted", tip, "--out", str(ci),
+         check=0)
+    assert {json.loads(line)["revision"] for line in ci.read_text().splitlines()} == {merged_head}
+    code, data = check(repo, "main", str(shop["clean"]), "--base-runs", str(base_rows), "--head-runs", str(ci))
+    assert (code, data["decision"]) == (0, "admit"), data

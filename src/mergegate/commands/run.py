@@ -14,9 +14,13 @@ from mergegate.policy import Policy
 def configure(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--rev", help="run the properties on this revision (checked out in a private worktree)")
-    where.add_argument("--tree", help="run the properties on this directory as it is")
+    where.add_argument("--tree", help="run the properties on this directory as it is (its rows name no tree: "
+                       "gate check --base-runs/--head-runs refuses them)")
     parser.add_argument("--trusted", metavar="REV",
                         help="read policy, catalog and oracle files from REV (default: --rev, or HEAD)")
+    parser.add_argument("--merged-into", metavar="TARGET",
+                        help="run on the merge result of --rev into TARGET's tip (what gate check judges for a "
+                        "head forked before it; --rev itself when it already contains the tip)")
     parser.add_argument("--seeds", help="comma-separated seeds (default: gate.yaml verdict.seeds)")
     parser.add_argument("--out", help="write the JSONL rows here (without it, only the report is printed)")
     parser.add_argument("--shard", metavar="K/N", help="run only the K-th of N slices (for a CI matrix)")
@@ -58,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         from mergegate import diffrun
 
         rev = gitio.must_resolve(args.rev)
+        if args.merged_into:
+            rev = merge_result(rev, gitio.must_resolve(args.merged_into))
         with diffrun.worktrees([rev]) as (tree_dir,):
             rows = _run(tree_dir, pairs, policy, args.jobs)
         rows = diffrun.bind(rowlib.with_reproduce(runner.for_every_seed(rows, specs, seeds), rev=rev,
@@ -72,6 +78,17 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         runner.write_jsonl(rows, args.out)
     return report(rows, args.out)
+
+
+def merge_result(rev: str, target: str) -> str:
+    """The revision ``gate check`` judges for the head ``rev`` aimed at ``target``."""
+    from mergegate import judged
+
+    pair = judged.judge_pair(target, rev, judged.MERGE)
+    if pair.mode == judged.MERGE_CONFLICT:
+        raise UsageError(f"{rev[:12]} conflicts with {target[:12]} ({', '.join(pair.conflicts[:4])})",
+                         judged.FIX_STALE)
+    return pair.head
 
 
 def _run(tree_dir: Path, pairs: list[tuple[runner.Spec, int]], policy: Policy, jobs: int | None) -> list[runner.Row]:
