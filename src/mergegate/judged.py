@@ -26,7 +26,8 @@ MERGE_RESULT = "merge_result"
 STALE_BASE = "stale_base"
 MERGE_CONFLICT = "merge_conflict"
 MERGE, REFUSE = "merge", "refuse"  # verdict.stale_base
-FIX_STALE = "bring the branch up to date with the target (git merge or git rebase onto it), then check again"
+FIX_STALE = ("bring the branch up to date with the target (git merge --no-edit TARGET, or git rebase TARGET), "
+             "then check again")
 
 _IDENT = {
     "GIT_AUTHOR_NAME": "mergegate", "GIT_AUTHOR_EMAIL": "gate@mergegate.invalid",
