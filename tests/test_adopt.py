@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import adopt, catalog, nodeids
+from mergegate.pipeline import adopt
+from mergegate.records import catalog, nodeids
 from tests.helpers import gate, git, init_repo, sign_and_commit, write
 from tests.test_runner import project_files
 

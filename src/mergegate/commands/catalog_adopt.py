@@ -8,9 +8,12 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from mergegate import adopt, catalog, fsutil, gitio, nodeids, repo
 from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
-from mergegate.policy import ORACLE, Policy
+from mergegate.git import blobs as git_blobs
+from mergegate.git import core
+from mergegate.pipeline import adopt
+from mergegate.records import catalog, fsutil, nodeids, repo
+from mergegate.records.policy import ORACLE, Policy
 
 MAX_FILE = 4 << 20  # a test file larger than this is not read (and said so)
 
@@ -24,7 +27,7 @@ def _needed(policy: Policy) -> Callable[[str], bool]:
 def work_tree_files(top: Path, policy: Policy) -> tuple[frozenset[str], dict[str, bytes]]:
     """Every tracked and untracked (not ignored) path of the work tree; the bytes of the regular files
     among them that import and status read."""
-    paths = frozenset([e.path for e in gitio.ls_index(top) if not e.is_submodule] + gitio.untracked(top))
+    paths = frozenset([e.path for e in git_blobs.ls_index(top) if not e.is_submodule] + core.untracked(top))
     needed = _needed(policy)
     files: dict[str, bytes] = {}
     for rel in sorted(p for p in paths if needed(p)):
@@ -39,10 +42,10 @@ def work_tree_files(top: Path, policy: Policy) -> tuple[frozenset[str], dict[str
 
 
 def rev_files(rev: str, top: Path, policy: Policy) -> tuple[frozenset[str], dict[str, bytes]]:
-    entries = [e for e in gitio.ls_tree(rev, top) if not e.is_submodule]
+    entries = [e for e in git_blobs.ls_tree(rev, top) if not e.is_submodule]
     needed = _needed(policy)
     wanted = [e for e in entries if not e.is_symlink and needed(e.path)]
-    blobs = dict(gitio.read_blobs((e.sha for e in wanted), top))
+    blobs = dict(git_blobs.read_blobs((e.sha for e in wanted), top))
     return frozenset(e.path for e in entries), {e.path: blobs[e.sha] for e in wanted}
 
 
@@ -70,7 +73,7 @@ def _select(tests: list[nodeids.Test], paths: list[str], policy: Policy, top: Pa
 
 
 def run_import(args: argparse.Namespace) -> int:
-    top = gitio.toplevel()
+    top = core.toplevel()
     policy = repo.load_policy(None, top)
     paths, files = work_tree_files(top, policy)
     cat = catalog_of(files, policy)
@@ -106,9 +109,9 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    top = gitio.toplevel()
+    top = core.toplevel()
     if args.rev:
-        rev = gitio.must_resolve(args.rev, top)
+        rev = core.must_resolve(args.rev, top)
         policy = repo.load_policy(rev, top)
         _paths, files = rev_files(rev, top, policy)
     else:

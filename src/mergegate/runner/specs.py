@@ -11,9 +11,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mergegate import catalog, gitio, nodeids, yamlio
 from mergegate.errors import ConfigError
-from mergegate.policy import FIXTURE, GUARDED, ORACLE, PRODUCTION, Policy
+from mergegate.git import blobs as git_blobs
+from mergegate.records import catalog, nodeids, yamlio
+from mergegate.records.policy import FIXTURE, GUARDED, ORACLE, PRODUCTION, Policy
 from mergegate.runner.trees import import_roots
 
 # Names the trusted side never hands to production: the standard library (the subject
@@ -48,12 +49,12 @@ class Spec:
 def load_specs(rev: str, policy: Policy, cwd: str | Path | None = None) -> tuple[catalog.Catalog, list[Spec]]:
     """The catalog and each property's trusted oracle bytes at ``rev``; bad entries are errors."""
     cat = catalog.load_at(rev, policy.paths.catalog, None if cwd is None else str(cwd))
-    listing = [e for e in gitio.ls_tree(rev, cwd) if not e.is_submodule]
+    listing = [e for e in git_blobs.ls_tree(rev, cwd) if not e.is_submodule]
     entries = {e.path: e for e in listing}
     oracle_paths = [e.path for e in listing if trusted_file(e.path, policy)]
     wanted = {entries[p].sha for prop in cat.properties for p in (prop.source, prop.oracle_file) if p in entries}
     wanted |= {entries[p].sha for p in oracle_paths if not entries[p].is_symlink}
-    blobs = dict(gitio.read_blobs(wanted, cwd))
+    blobs = dict(git_blobs.read_blobs(wanted, cwd))
     trusted = Trusted(
         rev,
         {p: blobs[entries[p].sha] for p in oracle_paths if not entries[p].is_symlink},
