@@ -152,8 +152,8 @@ def test_protected_refs_from_the_policy_count_as_judged(srv: Server) -> None:
 
 @pytest.mark.parametrize("pattern", ["main", "heads/*", ""])
 def test_a_bad_protected_refs_pattern_is_refused_by_the_policy_loader(pattern: str) -> None:
-    from mergegate import policy
     from mergegate.errors import ConfigError
+    from mergegate.records import policy
 
     with pytest.raises(ConfigError) as caught:
         policy.parse(f"version: 1\nserver: {{protected_refs: [{pattern!r}]}}\n", "gate.yaml")

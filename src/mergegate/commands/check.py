@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mergegate import branches, gitio, textsafe
+from mergegate import textsafe
 from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
-from mergegate.fsutil import work_area
-from mergegate.progress import progress_bar
+from mergegate.git import branches, core, diffs
+from mergegate.pipeline.progress import progress_bar
+from mergegate.records.fsutil import work_area
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -34,11 +35,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mergegate import check, evidence
+    from mergegate.pipeline import check, evidence
 
     head = args.head
     if head is None:
-        dirty = gitio.tracked_changes()
+        dirty = diffs.tracked_changes()
         if dirty:
             raise UsageError(f"the work tree has uncommitted changes ({dirty[0]}, ...) that a check of HEAD "
                              "would not see", "commit them, or pass --head REV explicitly")
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     with progress_bar(quiet=args.json) as progress:
         outcome = check.check(base, head, environ=os.environ, jobs=args.jobs, progress=progress, runs=runs,
                               require_up_to_date=args.require_up_to_date)
-    where = Path(args.evidence) if args.evidence else evidence.default_dir(work_area(gitio.toplevel()), outcome)
+    where = Path(args.evidence) if args.evidence else evidence.default_dir(work_area(core.toplevel()), outcome)
     evidence.write_packet(outcome, where)
     if args.junit:
         _write(args.junit, evidence.junit(outcome))
@@ -64,13 +65,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(path: str, text: str) -> None:
-    from mergegate import fsutil
+    from mergegate.records import fsutil
 
     fsutil.atomic_write(path, text.encode())
 
 
 def _print_table(outcome: Any, where: Path) -> None:
-    from mergegate import evidence
+    from mergegate.pipeline import evidence
 
     if sys.stdout.isatty():
         from rich.console import Console

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from mergegate import differential, fsutil, jsonio
 from mergegate.errors import EXIT_OK, ConfigError, UsageError
+from mergegate.records import fsutil, jsonio, runs
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     rows: dict[tuple[str, int], str] = {}
     first: tuple[str, str, int] | None = None  # (tree, file, line) of the first row: every row shares its tree
     for path in args.inputs:
-        parsed = differential.load_jsonl(path)  # validates every line, naming file:line
+        parsed = runs.load_jsonl(path)  # validates every line, naming file:line
         with open(path, encoding="utf-8") as handle:
             lines = [(n, ln) for n, ln in jsonio.lines(handle.read()) if ln.strip()]
         for row, (number, line) in zip(parsed, lines, strict=True):

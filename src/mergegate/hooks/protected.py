@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mergegate import gitio, globs, policy
+from mergegate.git import core
+from mergegate.records import policy
+from mergegate.rules import globs
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,7 @@ class Tip:
 
 def tips(cwd: str | Path | None = None) -> list[Tip]:
     """Every ref that points (directly, or through one annotated tag) at a commit."""
-    data = gitio.out(["for-each-ref", "--format=%(objecttype) %(objectname) %(*objecttype) %(*objectname) "
+    data = core.out(["for-each-ref", "--format=%(objecttype) %(objectname) %(*objecttype) %(*objectname) "
                       "%(refname)"], cwd)
     found = []
     for line in data.decode(errors="surrogateescape").split("\n"):
