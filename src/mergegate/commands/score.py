@@ -13,7 +13,7 @@ import os
 
 from mergegate import agents, catalog, gitio, ledger, manifest, repo, scorecard
 from mergegate.commands._engine_out import emit_json, line, table
-from mergegate.errors import ConfigError, UsageError
+from mergegate.errors import UsageError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -36,11 +36,8 @@ def run(args: argparse.Namespace) -> int:
     cat = catalog.load_at(parent, policy.paths.catalog)
     base_ledger = ledger.with_props(ledger.load_at(parent, policy.paths.ledger), cat.by_nodeid(), cat.by_id())
     head_ledger: ledger.Ledger | None = None
-    if policy.paths.ledger in changed:
-        try:
-            head_ledger = ledger.with_props(ledger.load_at(ref, policy.paths.ledger), cat.by_nodeid(), cat.by_id())
-        except ConfigError:
-            head_ledger = None  # the patch broke the ledger: scored as unreadable
+    if policy.paths.ledger in changed:  # a ledger the patch broke is the one-line error every command gives
+        head_ledger = ledger.with_props(ledger.load_at(ref, policy.paths.ledger), cat.by_nodeid(), cat.by_id())
     author = gitio.out(["log", "-1", "--format=%ae", ref]).decode().strip()
     agent = agents.is_agent(policy, os.environ, author)
     data = gitio.file_at(ref, policy.paths.manifest)
