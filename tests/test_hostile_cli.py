@@ -258,3 +258,34 @@ def test_every_contract_field_null_or_huge(repo: Path, field: str, value: str) -
     never_a_crash(proc)
     if proc.returncode == 2:
         one_line_exit_2(proc, "contract.json")
+
+
+# ---------------------------------------------------------------- bounded memory on the trusted side
+
+PEAK = """
+import sys
+from mergegate import main
+try:
+    code = main.main(sys.argv[1:])
+finally:
+    print(next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM:")), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize(("lines", "words"), [(20_000_000, "MiB"), (300_000, "lines, over the 250000")],
+                         ids=["40 MB", "300k lines"])
+def test_gate_check_refuses_a_patch_too_big_to_read_in_bounded_memory(repo: Path, lines: int, words: str) -> None:
+    import sys
+
+    from tests.helpers import clean_env
+
+    _commit_unchecked(repo, {"docs/big.txt": b"x\n" * lines}, "a big docs file")
+    proc = subprocess.run([sys.executable, "-c", PEAK, "check", "--base", "HEAD^", "--head", "HEAD", "--json"],
+                          cwd=repo, env=clean_env(), capture_output=True, text=True, check=False)
+    assert proc.returncode == 1, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["reason"] == "canary_bad", out
+    assert any(c["name"] == "parse_diff" and not c["ok"] and words in c["detail"] for c in out["canaries"]), out
+    peak_mb = int(proc.stderr.strip().splitlines()[-1]) / 1024
+    assert peak_mb < 300, peak_mb  # before: 3.5 GB for 25 MB of such lines
