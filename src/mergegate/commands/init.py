@@ -6,8 +6,9 @@ import argparse
 from importlib import resources
 from pathlib import Path
 
-from mergegate import gitio, manifest, policy
-from mergegate.fsutil import work_area
+from mergegate.git import core
+from mergegate.records import manifest, policy
+from mergegate.records.fsutil import work_area
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +38,7 @@ def _create(path: Path, text: str, top: Path, report: list[str], written: list[s
 
 
 def run(args: argparse.Namespace) -> int:
-    top = gitio.toplevel()
+    top = core.toplevel()
     report: list[str] = []
     written: list[str] = []
     _create(top / policy.POLICY_FILE, policy.DEFAULT_TEXT, top, report, written)
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _manifest(pol: policy.Policy, top: Path, report: list[str], written: list[str]) -> None:
     """Write the manifest if absent; re-sign it for the files this run made; say so if it still does not verify."""
-    from mergegate import oracle_manifest
+    from mergegate.records import oracle_manifest
 
     manifest_path = top / pol.paths.manifest
     if manifest_path.exists():

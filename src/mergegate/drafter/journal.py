@@ -20,8 +20,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from mergegate import fsutil, gitio
 from mergegate.errors import ConfigError
+from mergegate.git import core
+from mergegate.records import fsutil
 
 JOURNAL = "accept.journal"
 
@@ -45,7 +46,7 @@ def rollback(top: Path, entry_dir: Path) -> None:
     """Put every journalled path back as it was, in the work tree and the index; then drop the journal."""
     paths = _load(entry_dir / JOURNAL)
     records = []
-    zero = "0" * (64 if gitio.object_format(top) == "sha256" else 40)
+    zero = "0" * (64 if core.object_format(top) == "sha256" else 40)
     for rel, state in paths.items():
         path = top / rel
         fsutil.sweep_temps(path)  # the killed run's half-written file beside it (its writer is gone)
@@ -56,7 +57,7 @@ def rollback(top: Path, entry_dir: Path) -> None:
             fsutil.atomic_write(path, state["data"], mode=state["mode"])
         index = state["index"]
         records.append(f"{index}\t{rel}" if index else f"0 {zero}\t{rel}")
-    gitio.run(["update-index", "-z", "--index-info"], top, stdin="".join(r + "\0" for r in records).encode())
+    core.run(["update-index", "-z", "--index-info"], top, stdin="".join(r + "\0" for r in records).encode())
     finish(entry_dir)
 
 
@@ -65,7 +66,7 @@ _KINDS = {"data": str, "mode": int, "index": str}  # each may also be null (no f
 
 def _load(path: Path) -> dict[str, dict[str, Any]]:
     """The journalled paths; a journal that is not one this module wrote is a one-line error, not a traceback."""
-    from mergegate import jsonio
+    from mergegate.records import jsonio
 
     fix = f"put the oracle files back by hand (git status shows them), then remove {path}"
     data = jsonio.loads(path.read_bytes(), str(path), fix=fix)
@@ -94,7 +95,7 @@ def _state(top: Path, rel: str) -> dict[str, Any]:
     if path.is_file() and not path.is_symlink():
         data = base64.b64encode(path.read_bytes()).decode()
         mode = stat.S_IMODE(path.stat().st_mode)
-    listed = gitio.out(["ls-files", "-s", "-z", "--", f":(literal,top){rel}"], top).split(b"\0")[0]
+    listed = core.out(["ls-files", "-s", "-z", "--", f":(literal,top){rel}"], top).split(b"\0")[0]
     index = None
     if listed:
         meta = listed.split(b"\t", 1)[0].decode().split(" ")
