@@ -37,6 +37,23 @@ sys.exit(main.main(["queue", "accept", sys.argv[1], "--reviewed"]))
 """
 
 
+# Kill it inside a write instead: at its n-th fsync, after a temporary file got its bytes and before
+# the rename (fsyncs alternate: a file's temporary, then its folder).
+KILLED_MID_WRITE = """
+import os, signal, sys
+from mergegate import main
+calls = {"n": 0}
+real = os.fsync
+def fsync(fd):
+    calls["n"] += 1
+    if calls["n"] == int(sys.argv[2]):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(fd)
+os.fsync = fsync
+sys.exit(main.main(["queue", "accept", sys.argv[1], "--reviewed"]))
+"""
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     r = init_repo(tmp_path / "r")
@@ -44,8 +61,8 @@ def repo(tmp_path: Path) -> Path:
     return r
 
 
-def _killed_accept(repo: Path, cid: str, at: int) -> int:
-    proc = subprocess.run([sys.executable, "-c", KILLED_AT, cid[:8], str(at)], cwd=repo,
+def _killed_accept(repo: Path, cid: str, at: int, script: str = KILLED_AT) -> int:
+    proc = subprocess.run([sys.executable, "-c", script, cid[:8], str(at)], cwd=repo,
                           env=clean_env({"PYTHONPATH": str(ROOT)}), capture_output=True, text=True, check=False)
     return proc.returncode
 
@@ -58,7 +75,16 @@ def _installed(repo: Path) -> list[str]:
     return sorted(p.name for p in (repo / "oracles/properties").glob("test_shop_total_*.py"))
 
 
+def _leftovers(repo: Path) -> list[str]:
+    """What no uninterrupted accept leaves: untracked files, and temporary files anywhere (ignored ones too)."""
+    untracked = [ln for ln in git(repo, "status", "--porcelain", "--untracked-files=all").stdout.splitlines()
+                 if ln.startswith("??")]
+    temps = [str(p.relative_to(repo)) for p in repo.rglob("*.tmp") if ".git" not in p.relative_to(repo).parts]
+    return untracked + temps
+
+
 def _assert_accepted_once(repo: Path, cid: str) -> None:
+    assert _leftovers(repo) == []
     assert _status(repo, cid) == "accepted"
     assert _installed(repo) == [f"test_shop_total_{cid[:8]}.py"]
     assert not journal.pending(repo / ".gate/queue" / cid)
@@ -78,6 +104,27 @@ def test_a_rerun_after_a_kill_mid_install_installs_once(repo: Path, at: int) -> 
     _assert_accepted_once(repo, cid)
 
 
+@pytest.mark.parametrize("at", range(1, 16))
+def test_a_kill_inside_a_write_leaves_no_temporary_file_after_the_rerun(repo: Path, at: int) -> None:
+    cid = enqueue(repo)
+    assert _killed_accept(repo, cid, at, KILLED_MID_WRITE) == -signal.SIGKILL
+    rerun = gate(repo, "queue", "accept", cid[:8], "--reviewed")
+    assert rerun.returncode == 0 or "already accepted" in rerun.stderr, rerun.stderr
+    staged = git(repo, "status", "--porcelain").stdout.splitlines()
+    assert all(ln[:2] in ("A ", "M ") for ln in staged), staged  # the accept's staged files, nothing else
+    _assert_accepted_once(repo, cid)
+
+
+@pytest.mark.parametrize("at", [3, 7, 11])
+def test_a_reject_after_a_kill_inside_a_write_leaves_the_tree_as_it_was(repo: Path, at: int) -> None:
+    cid = enqueue(repo)
+    before = git(repo, "status", "--porcelain", "--untracked-files=all").stdout
+    assert _killed_accept(repo, cid, at, KILLED_MID_WRITE) == -signal.SIGKILL
+    gate(repo, "queue", "reject", cid[:8], "--reason", "changed my mind", check=0)
+    assert git(repo, "status", "--porcelain", "--untracked-files=all").stdout == before
+    assert _leftovers(repo) == []
+
+
 @pytest.mark.parametrize("at", [5, 7])
 def test_reject_after_a_kill_mid_install_leaves_nothing_installed(repo: Path, at: int) -> None:
     cid = enqueue(repo)
@@ -88,6 +135,7 @@ def test_reject_after_a_kill_mid_install_leaves_nothing_installed(repo: Path, at
     gate(repo, "queue", "reject", cid[:8], "--reason", "changed my mind", check=0)
     assert _status(repo, cid) == "rejected" and _installed(repo) == []
     assert git(repo, "status", "--porcelain").stdout == before  # index and work tree as they were
+    assert _leftovers(repo) == []
     assert (repo / "oracles/MANIFEST.sha256").read_bytes() == manifest
     gate(repo, "manifest", "verify", check=0)
 
@@ -106,5 +154,6 @@ def test_kill_9_at_random_times_then_rerun(repo: Path) -> None:
         assert _status(repo, cid) == "accepted"
         assert (repo / f"oracles/properties/test_shop_total_{cid[:8]}.py").read_bytes().startswith(CANDIDATE)
         assert not journal.pending(repo / ".gate/queue" / cid)
+        assert _leftovers(repo) == []  # nothing the next `git add -A` would commit
         git(repo, "commit", "-q", "--no-verify", "-m", f"accept {trial}")
         gate(repo, "manifest", "verify", "--rev", "HEAD", check=0)

@@ -33,6 +33,20 @@ def write(path):
     except OSError as exc:
         return type(exc).__name__
 
+def fill(path, mb):
+    import errno
+    written = 0
+    try:
+        for part in range(0, mb, 16):  # files of 16 MB: each under the per-file limit (RLIMIT_FSIZE)
+            with open(f"{path}.{part}", "wb") as f:
+                for _ in range(min(16, mb - part)):
+                    f.write(b"x" * (1 << 20))
+                    f.flush()
+                    written += 1
+    except OSError as exc:
+        return written, errno.errorcode.get(exc.errno, str(exc.errno))
+    return written, "written"
+
 def listdir(path):
     try:
         return sorted(os.listdir(path))
@@ -81,6 +95,14 @@ def probes(bwrap_works: bool, tree: Path, tmp_path: Path) -> Iterator[Any]:
     module._gate_subject = subj  # for tests that stop it
     yield module
     subj.close()
+
+
+@pytest.mark.parametrize("where", ["/dev/shm", "/tmp"])
+def test_writing_into_a_tmpfs_past_its_size_is_enospc_without_a_cgroup(probes: Any, where: str) -> None:
+    """tmpfs pages are charged to no process (RLIMIT_AS) and, without a cgroup, to nothing: each is sized."""
+    limit = {"/dev/shm": sandbox.Limits().shm_bytes, "/tmp": sandbox.Limits().tmp_bytes}[where] >> 20
+    written, how = probes.fill(f"{where}/fill", limit + 64)
+    assert how == "ENOSPC" and written <= limit, (written, how)
 
 
 def test_the_tree_is_read_only_and_the_oracle_is_absent(probes: Any, tree: Path) -> None:

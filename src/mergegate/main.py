@@ -7,6 +7,7 @@ hook path never pays for rich, hypothesis, docker or httpx.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -126,12 +127,22 @@ def _dispatch(argv: list[str]) -> int:
               file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:  # a path the user chose (gate.yaml, an argument, -C): theirs to shorten
+            print(f"gate {args.command}: {_shown(exc.filename)}: a path too long for the file system; fix: shorten "
+                  "it (at most 255 bytes a name, 4096 a path), in gate.yaml's paths or the argument", file=sys.stderr)
+            return EXIT_USAGE
         print(f"gate {args.command}: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
         return EXIT_INTERNAL
     except Exception:  # fail closed: an unexpected error is never a pass
         traceback.print_exc()
         print(f"gate {args.command}: internal error (exit 3, nothing was passed)", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _shown(filename: object) -> str:
+    """A path for a one-line message: its first and last 60 characters around an ellipsis."""
+    text = str(filename or "a path")
+    return text if len(text) <= 140 else f"{text[:60]}...{text[-60:]} ({len(text)} characters)"
 
 
 if __name__ == "__main__":

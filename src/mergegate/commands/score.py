@@ -12,7 +12,7 @@ import hashlib
 import os
 
 from mergegate.commands._engine_out import emit_json, line, table
-from mergegate.errors import ConfigError, UsageError
+from mergegate.errors import UsageError
 from mergegate.git import blobs, core, diffs
 from mergegate.records import catalog, ledger, manifest, repo
 from mergegate.rules import agents, scorecard
@@ -38,11 +38,8 @@ def run(args: argparse.Namespace) -> int:
     cat = catalog.load_at(parent, policy.paths.catalog)
     base_ledger = ledger.with_props(ledger.load_at(parent, policy.paths.ledger), cat.by_nodeid(), cat.by_id())
     head_ledger: ledger.Ledger | None = None
-    if policy.paths.ledger in changed:
-        try:
-            head_ledger = ledger.with_props(ledger.load_at(ref, policy.paths.ledger), cat.by_nodeid(), cat.by_id())
-        except ConfigError:
-            head_ledger = None  # the patch broke the ledger: scored as unreadable
+    if policy.paths.ledger in changed:  # a ledger the patch broke is the one-line error every command gives
+        head_ledger = ledger.with_props(ledger.load_at(ref, policy.paths.ledger), cat.by_nodeid(), cat.by_id())
     author = core.out(["log", "-1", "--format=%ae", ref]).decode().strip()
     agent = agents.is_agent(policy, os.environ, author)
     data = blobs.file_at(ref, policy.paths.manifest)

@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -32,6 +33,7 @@ QUEUE = Path(".gate") / "queue"
 CANDIDATE = "candidate.py"
 META = "meta.json"
 STATUSES = ("pending", "accepted", "rejected")
+_ID = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,13 @@ def _read_meta(path: Path) -> Meta:
                               fix)
     if meta.status not in STATUSES:
         raise ConfigError(source, None, f"unknown status {meta.status!r}", "write pending, accepted or rejected")
+    if type(meta.triage.get("result")) is not str:  # shown by `queue list`, weighed by `queue accept`
+        raise ConfigError(source, None, f"triage result must be text (pass, fail, error or not_run), not "
+                          f"{str(meta.triage.get('result'))[:40]!r}", fix)
+    folder = path.parent.name
+    if meta.id != folder or not _ID.fullmatch(folder):
+        raise ConfigError(source, None, f"the entry's id {meta.id[:16]!r}... is not its folder's name {folder[:16]!r} "
+                          "(an id is the candidate's sha256, and names its folder)", fix)
     return meta
 
 

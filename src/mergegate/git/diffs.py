@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mergegate.git.core import empty_tree, git_path, head, out, run, zsplit
+from mergegate.git.core import GitFailed, empty_tree, git_path, head, out, run, zsplit
 
 
 @dataclass(frozen=True)
@@ -124,3 +125,45 @@ def worktree_modified(cwd: str | Path | None = None) -> list[str]:
 def tracked_changes(cwd: str | Path | None = None) -> list[str]:
     """Tracked paths whose work tree or index differs from HEAD."""
     return zsplit(out(["diff", "HEAD", "--name-only", "-z", "--no-ext-diff", "--no-renames"], cwd))
+
+
+def change_bytes(old: str, new: str, cwd: str | Path | None = None) -> int:
+    """What ``git diff`` reads for the change: the larger side of each file it touches, summed (bytes)."""
+    changes = tree_changes(old, new, cwd)
+    shas = sorted({sha for c in changes for sha in (c.old_sha, c.new_sha) if sha.strip("0")})
+    if not shas:
+        return 0
+    data = out(["cat-file", "--batch-check=%(objectname) %(objectsize)"], cwd, "".join(f"{s}\n" for s in shas).encode())
+    size = {p[0]: int(p[1]) for p in (ln.split() for ln in data.decode().splitlines())
+            if len(p) == 2 and p[1].isdigit() and len(p[1]) < 20}
+    return sum(max(size.get(c.old_sha, 0), size.get(c.new_sha, 0)) for c in changes)
+
+
+def diff_capped(old: str, new: str, cap: int, cwd: str | Path | None = None) -> tuple[bytes | None, str, int]:
+    """``diff_bytes`` in bounded memory: (the patch, or None when it is over ``cap`` bytes; its sha256; its size).
+
+    An over-long patch is read to its end in chunks for its sha256 and size, never kept whole.
+    """
+    import hashlib
+
+    proc = subprocess.Popen(["git", "diff", "--no-ext-diff", "--no-renames", "--binary", "--no-color", old, new, "--"],
+                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    digest, size, kept = hashlib.sha256(), 0, bytearray()
+    try:
+        while chunk := proc.stdout.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+            if size <= cap:
+                kept += chunk
+            elif kept:
+                kept = bytearray()  # over the cap: nothing more is kept
+        err = proc.stderr.read(1 << 16)
+    finally:
+        proc.stdout.close()
+        proc.stderr.close()
+        code = proc.wait()
+    if code != 0:
+        lines = err.decode(errors="replace").strip().splitlines()
+        raise GitFailed(f"git diff failed: {lines[-1] if lines else code}")
+    return (bytes(kept) if size <= cap else None), digest.hexdigest(), size

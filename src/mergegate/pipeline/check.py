@@ -127,11 +127,19 @@ def _check(base: str, pair_of: judged.Judged, policy: Policy, *, environ: Mappin
     )
     if pair_of.stopped:
         return _stop(start, pair_of.mode, "target")
-    diff = diffs.diff_bytes(tip, start.head, cwd)
+    # Too big to read: a canary miss, never the memory reading it would take (git's diff of a 100 MB file
+    # takes 2 GB; each line parsed about 300 bytes): files over the cap are not diffed, a diff over it not kept.
+    brought = diffs.change_bytes(tip, start.head, cwd)
+    diff, digest, size = (None, "", brought) if brought > admission.MAX_PATCH_BYTES else \
+        diffs.diff_capped(tip, start.head, admission.MAX_PATCH_BYTES, cwd)
+    why = admission.too_big(size) if diff is None else admission.too_many_lines(diff)
+    if diff is None or why is not None:
+        too_big = admission.CanaryResult("parse_diff", False, why or admission.too_big(size))
+        return _stop(_with(start, blob=digest, canaries=(too_big,)), "canary_bad", "canaries")
     blob = admission.admit(diff, [], set())
     if blob.get("reason") == "empty_blob":
         return _stop(start, "empty_blob", "admission")
-    start = _with(start, blob=admission.blob_id(diff))
+    start = _with(start, blob=digest)
     canaries = the_canaries.run_canaries(diff, tip, policy, cwd)
     start = _with(start, canaries=canaries)
     if not all(c.ok for c in canaries):

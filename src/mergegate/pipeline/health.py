@@ -84,6 +84,17 @@ def check_catalog(top: Path, pol: Policy) -> Finding:
     return Finding("catalog", True, f"{len(cat.properties)} entries, every oracle test has one")
 
 
+def check_ledger(top: Path, pol: Policy) -> Finding:
+    """The freeze ledger every check reads from the trusted side: it must load (a broken one stops them all)."""
+    from mergegate.records import ledger
+
+    rev = trusted_rev(top)
+    led = ledger.load_at(rev, pol.paths.ledger, top)
+    active = len(led.active(ledger.utcnow()))
+    return Finding("ledger", True, f"{pol.paths.ledger} loads from {'HEAD' if rev else 'the index'}: "
+                   f"{len(led.entries)} entries, {active} active")
+
+
 def check_hooks(top: Path) -> Finding:
     from mergegate.commands.install import MARKER
 
@@ -129,5 +140,6 @@ def run_all(top: Path) -> list[Finding]:
     if pol is None:
         return [first]
     return [first, _guarded("manifest", lambda: check_manifest(top, pol)),
-            _guarded("catalog", lambda: check_catalog(top, pol)), _guarded("hooks", lambda: check_hooks(top)),
+            _guarded("catalog", lambda: check_catalog(top, pol)), _guarded("ledger", lambda: check_ledger(top, pol)),
+            _guarded("hooks", lambda: check_hooks(top)),
             check_server(pol)]

@@ -15,7 +15,7 @@ def atomic_write(path: str | Path, data: bytes, mode: int | None = None) -> None
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_temps(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -39,13 +39,17 @@ STALE_S = 60.0  # a write takes milliseconds: a temporary file this old was left
 
 
 def sweep_temps(path: Path) -> None:
-    """Remove the temporary files a killed ``atomic_write`` of ``path`` left beside it."""
+    """Remove the temporary files a killed ``atomic_write`` of ``path`` left beside it: any whose writer
+    (the pid in its name) is gone, and any older than ``STALE_S`` (a pid reused since)."""
     import time
 
+    prefix = f".{path.name}."
     with contextlib.suppress(OSError):
-        for stale in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
+        for stale in path.parent.glob(f"{glob_escape(prefix)}*.tmp"):
+            writer = stale.name[len(prefix):].split("-", 1)[0]
             with contextlib.suppress(OSError):
-                if time.time() - stale.lstat().st_mtime > STALE_S:
+                if (writer.isdigit() and len(writer) < 12 and not pid_alive(int(writer))) or \
+                        time.time() - stale.lstat().st_mtime > STALE_S:
                     stale.unlink()
 
 

@@ -26,6 +26,7 @@ from mergegate.records.fsutil import atomic_write
 from mergegate.records.policy import SIGNED, Policy
 
 _LINE = re.compile(rb"([0-9a-f]{64})  (0|[1-9][0-9]*)  (.+)", re.DOTALL)
+MAX_SIZE_DIGITS = 19  # a file size fits in 63 bits; Python refuses int() past 4,300 digits
 FIX = "re-sign it with `gate manifest sign --staged` in an oracle-only commit"
 
 
@@ -71,6 +72,9 @@ def parse(data: bytes, source: str) -> list[Row]:
         match = _LINE.fullmatch(raw[1:] if escaped else raw)
         if not match:
             raise ConfigError(source, number, f"not '<sha256>  <size>  <path>': {raw[:80]!r}", FIX)
+        if len(match.group(2)) > MAX_SIZE_DIGITS:
+            raise ConfigError(source, number, f"size has {len(match.group(2))} digits (a file size has at most "
+                              f"{MAX_SIZE_DIGITS})", FIX)
         written = os.fsdecode(match.group(3))
         path = _unescape(written) if escaped else written
         if _escape(path) != (escaped, written):  # one text per manifest: `gate manifest sign` writes no other
@@ -104,7 +108,7 @@ class BlobCache:
             return
         for line in text.splitlines():
             parts = line.split(" ")
-            if len(parts) == 3 and len(parts[1]) == 64 and parts[2].isdigit():
+            if len(parts) == 3 and len(parts[1]) == 64 and parts[2].isdigit() and len(parts[2]) <= MAX_SIZE_DIGITS:
                 self.known[parts[0]] = (parts[1], int(parts[2]))
 
     def fill(self, blob_ids: Iterable[str], files: Iterable[tuple[str, Path]] = ()) -> None:

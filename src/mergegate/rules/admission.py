@@ -33,6 +33,24 @@ class Check:
     kind: Kind
 
 
+# The patch text the gate reads at most (``gate check`` stops reading past it).  No patch longer than the
+# secret scan's cap can pass that canary anyway, and parsing costs several times the text's size.
+MAX_PATCH_BYTES = secretscan.MAX_SCAN_BYTES
+MAX_PATCH_LINES = 250_000
+
+
+def too_big(size: int, cap: int = MAX_PATCH_BYTES) -> str:
+    """The parse_diff canary's reason for a patch over ``cap`` bytes (read for its hash, never kept)."""
+    return (f"the patch is {size / (1 << 20):.1f} MiB (or brings files that big), over the {cap / (1 << 20):.0f} "
+            "MiB the gate reads; split it into smaller patches")
+
+
+def too_many_lines(diff: bytes, cap: int = MAX_PATCH_LINES) -> str | None:
+    """The parse_diff canary's reason for a patch of more than ``cap`` lines (each costs memory to parse), or None."""
+    lines = diff.count(b"\n")
+    return None if lines <= cap else f"the patch has {lines} lines, over the {cap} the gate parses; split it"
+
+
 def blob_id(diff: bytes) -> str:
     """The content address of a patch: sha256 of its bytes."""
     return hashlib.sha256(diff).hexdigest()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_HUNK = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_HUNK = re.compile(rb"@@ -(\d{1,18})(?:,(\d{1,18}))? \+(\d{1,18})(?:,(\d{1,18}))? @@")  # git's line numbers fit
 _META = (
     b"index ", b"new file mode ", b"deleted file mode ", b"old mode ", b"new mode ",
     b"similarity index ", b"dissimilarity index ", b"rename from ", b"rename to ",

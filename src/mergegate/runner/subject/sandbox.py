@@ -44,6 +44,8 @@ class Limits:
     max_processes: int = 256
     max_file_bytes: int = 64 << 20
     tmp_bytes: int = 256 << 20  # the sandbox's private /tmp
+    shm_bytes: int = 64 << 20  # its /dev/shm: tmpfs pages count against no process's RLIMIT_AS, nor, without a
+    # cgroup, against anything: both are sized, so writing past them is ENOSPC, not the host's memory
     cpu_seconds: int | None = None  # per run (a fresh child per property x seed)
 
 
@@ -84,8 +86,9 @@ def bwrap_argv(spec: SubjectSpec, command: Sequence[str], *, bwrap: str = BWRAP,
     for name in ETC_FILES:
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     # The private /tmp first: an interpreter or a tree that lives under /tmp is bound on top of it.
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(spec.limits.tmp_bytes), "--tmpfs", "/tmp",
-             "--dir", "/run/gate"]
+    tmp, shm = (min(n, spec.limits.memory_bytes // 2) for n in (spec.limits.tmp_bytes, spec.limits.shm_bytes))
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(shm), "--tmpfs", "/dev/shm",
+             "--size", str(tmp), "--tmpfs", "/tmp", "--dir", "/run/gate"]
     for d in python:
         argv += ["--ro-bind-try", d, d]
     if spec.pycache:
