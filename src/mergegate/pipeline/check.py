@@ -237,4 +237,5 @@ def contract_moved(contract: Mapping[str, object]) -> set[str]:
 
 
 def to_diff_row(row: Row) -> differential.Row:
-    return differential.Row(row.prop, row.seed, row.status, row.witness, row.signature, row.fixture_digest)
+    return differential.Row(row.prop, row.seed, row.status, row.witness, row.signature, row.fixture_digest,
+                            row.items, row.decisions)

@@ -10,6 +10,7 @@ from typing import Any
 
 from mergegate.records import fsutil
 from mergegate.records.policy import FIXTURE, Policy
+from mergegate.rules.differential import RAN, Decisions
 from mergegate.runner import signature
 
 SEALED, SHARED = "sealed", "shared"
@@ -39,6 +40,8 @@ class Row:
     reproduce: str | None = None  # one command that runs this property at this seed on this tree again
     production_calls: int = 0  # sealed: requests the run made of production (calls, attributes, operators)
     production_s: float = 0.0  # sealed: seconds of duration_s spent in them (production's work and the round trips)
+    items: tuple[tuple[str, str], ...] = ()  # (node id, outcome) of each item the run collected (trusted/observe.py)
+    decisions: tuple[Decisions, ...] = ()  # each Hypothesis item's example and step logs
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -60,6 +63,11 @@ class Row:
             data["undeclared_fixtures"] = list(self.undeclared_fixtures)
         if self.production_calls:
             data["production_calls"], data["production_s"] = self.production_calls, self.production_s
+        if self.items:
+            data["items"] = dict(self.items)
+        if self.decisions:
+            data["decisions"] = {d.nodeid: {"cases": d.cases, "steps": d.steps, "rejected": {
+                "cases": d.rejected_cases, "steps": d.rejected_steps}} for d in self.decisions}
         return data
 
 
@@ -95,8 +103,38 @@ def make_row(prop: Any, seed: int, out: dict[str, Any], policy: Policy, *, spec_
         error=error, fixtures_opened=opened, undeclared_fixtures=undeclared,
         load_error=str(error or "").startswith(LOAD_ERROR), isolation=isolation, containment=containment,
         falsifying_example=falsifying, production_calls=_count(out.get("calls")),
-        production_s=_seconds(out.get("production_s")),
+        production_s=_seconds(out.get("production_s")), items=items_of(out.get("items")),
+        decisions=decisions_of(out.get("decisions")),
     )
+
+
+OUTCOMES = (*RAN, "skipped", "xfailed", "notrun")
+
+
+def items_of(value: Any) -> tuple[tuple[str, str], ...]:
+    """A run's ``{node id: outcome}`` as sorted pairs; anything malformed is dropped (the item did not run)."""
+    if not isinstance(value, dict):
+        return ()
+    return tuple(sorted((k, v) for k, v in value.items() if type(k) is str and type(v) is str and v in OUTCOMES))
+
+
+def decisions_of(value: Any) -> tuple[Decisions, ...]:
+    """A run's ``{node id: {"cases", "steps", "rejected"}}``; a malformed log is read as empty."""
+    if not isinstance(value, dict):
+        return ()
+    out = []
+    for nodeid, log in sorted(value.items(), key=lambda kv: str(kv[0])):
+        if type(nodeid) is not str or not isinstance(log, dict):
+            continue
+        rejected = log.get("rejected")
+        rejected = rejected if isinstance(rejected, dict) else {}
+        out.append(Decisions(nodeid, _text(log.get("cases")), _text(log.get("steps")),
+                             _count(rejected.get("cases")), _count(rejected.get("steps"))))
+    return tuple(out)
+
+
+def _text(value: Any) -> str:
+    return value if type(value) is str else ""
 
 
 def _count(value: Any) -> int:
@@ -148,4 +186,5 @@ def row_from_json(data: dict[str, Any]) -> Row:
         falsifying_example=str(data.get("falsifying_example") or "") or None,
         reproduce=str(data.get("reproduce") or "") or None,
         production_calls=_count(data.get("production_calls")), production_s=_seconds(data.get("production_s")),
+        items=items_of(data.get("items")), decisions=decisions_of(data.get("decisions")),
     )
