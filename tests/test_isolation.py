@@ -36,7 +36,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     files: dict[str, str | bytes | None] = dict(project_files())
     files["oracles/properties/test_cart.py"] = IDENTITY
     files["oracles/catalog/prop.cart.yaml"] = catalog_entry("prop.cart", "test_items_alias", isolation="shared",
-                                                            file="oracles/properties/test_cart.py")
+                                                            file="oracles/properties/test_cart.py",
+                                                            covers=["src/shop/cart.py"])
     files["src/shop/cart.py"] = CART
     files["oracles/catalog/claimed.yaml"] = "claimed: [prop.order_total, prop.tax_round, prop.bulk_discount]\n"
     sign_and_commit(path, files, "the shop")
@@ -73,15 +74,35 @@ def test_rows_record_isolation_and_containment(repo: Path, tmp_path: Path, bwrap
     assert (rows["prop.order_total"]["isolation"], rows["prop.order_total"]["containment"]) == ("sealed", "bwrap")
 
 
-def test_an_agents_admit_resting_on_an_unsealed_pass_is_held_for_review(repo: Path) -> None:
+def test_a_clean_agent_patch_that_sealed_entries_cover_is_admitted_beside_shared_entries(repo: Path) -> None:
+    """Two entries run shared (prop.tax_round, prop.cart); the patch touches orders.py, which the sealed
+    prop.order_total covers and passes: the shared passes are not needed, so the admit stands."""
     base = git(repo, "rev-parse", "HEAD").stdout.strip()
     head = commit(repo, {"src/shop/orders.py": (repo / "src/shop/orders.py").read_text() + "\n# tidy\n"},
                   "tidy", env=AGENT)
-    person = commit(repo, {"src/shop/orders.py": (repo / "src/shop/orders.py").read_text() + "# more\n"}, "more")
     try:
         code, data = check(repo, base, head)
-        assert (code, data["decision"], data["reason"]) == (1, "review", "unsealed_pass")
+        assert (code, data["decision"], data["reason"]) == (0, "admit", "all_pass"), data
         assert data["runs"]["prop.tax_round"]["head"] == ["shared/none"]
+        assert (data["shared"], data["uncovered"]) == (["prop.cart", "prop.tax_round"], [])
+        text = gate(repo, "check", "--base", base, "--head", head).stdout
+        assert "Shared entries (a fail counts, a pass is no evidence): prop.cart, prop.tax_round" in text
+    finally:
+        git(repo, "reset", "-q", "--hard", base)
+
+
+def test_an_agents_admit_resting_only_on_shared_passes_is_held_for_review(repo: Path) -> None:
+    """cart.py is covered by the shared prop.cart alone: a pass production could forge is all there is."""
+    base = git(repo, "rev-parse", "HEAD").stdout.strip()
+    head = commit(repo, {"src/shop/cart.py": CART + "\n# tidy\n"}, "tidy", env=AGENT)
+    person = commit(repo, {"src/shop/cart.py": CART + "# more\n"}, "more")
+    try:
+        code, data = check(repo, base, head)
+        assert (code, data["decision"], data["reason"]) == (1, "review", "shared_only"), data
+        assert data["uncovered"] == ["src/shop/cart.py"]
+        assert {p["prop"]: p["verdict"] for p in data["properties"]}["prop.cart"] == "pass"
+        text = gate(repo, "check", "--base", base, "--head", head).stdout
+        assert "Covered by no passing sealed entry, only by shared ones: src/shop/cart.py" in text
         code, data = check(repo, head, person)  # a person's patch: the pass stands
         assert (code, data["decision"]) == (0, "admit")
     finally:
@@ -108,6 +129,21 @@ def test_a_shared_property_still_catches_a_regression(repo: Path) -> None:
         code, data = check(repo, base, head)
         assert (code, data["decision"]) == (1, "reject")
         assert {p["prop"]: p["reason"] for p in data["properties"]}["prop.tax_round"] == "regression"
+    finally:
+        git(repo, "reset", "-q", "--hard", base)
+
+
+def test_a_regression_only_a_shared_entry_catches_is_rejected(repo: Path) -> None:
+    """The cart forgets its items: only the shared prop.cart sees it, and a shared fail counts."""
+    base = git(repo, "rev-parse", "HEAD").stdout.strip()
+    broken = CART + "\n    @property\n    def items(self):\n        return []\n\n    @items.setter\n" \
+                    "    def items(self, value):\n        pass\n"
+    head = commit(repo, {"src/shop/cart.py": broken}, "break the cart", env=AGENT)
+    try:
+        code, data = check(repo, base, head)
+        assert (code, data["decision"]) == (1, "reject"), data
+        reasons = {p["prop"]: p["reason"] for p in data["properties"]}
+        assert {p: r for p, r in reasons.items() if r != "both_pass"} == {"prop.cart": "regression"}, reasons
     finally:
         git(repo, "reset", "-q", "--hard", base)
 
@@ -152,3 +188,24 @@ def test_containment_bwrap_required_but_missing_is_a_usage_error(repo: Path, tmp
         assert (row["isolation"], row["containment"], row["status"]) == ("sealed", "none", "pass")
     finally:
         git(repo, "reset", "-q", "--hard", base)
+
+
+@pytest.mark.parametrize(("entries", "gaps"), [
+    # a sealed pass covering the path: the shared entry is not needed
+    ([("s", True, True, ("src/a.py",)), ("t", False, True, ("src/a.py",))], ()),
+    # only a shared entry covers it
+    ([("s", True, True, ("src/a.py",)), ("t", False, True, ("src/b.py",))], ("src/a.py",)),
+    # the sealed entry covering it failed: not evidence either (and the check rejects anyway)
+    ([("s", True, True, ("src/a.py",)), ("t", False, False, ("src/a.py",))], ("src/a.py",)),
+    # a shared entry that declares no covers covers every path; a sealed one without covers, none
+    ([("s", True, True, ()), ("t", False, True, ())], ("src/a.py", "src/c.py")),
+    # no shared entry covers the path: what it always was
+    ([("s", True, True, ("src/b.py",)), ("t", False, True, ("src/b.py",))], ()),
+])
+def test_shared_entries_only_reject(entries: list[tuple[str, bool, bool, tuple[str, ...]]],
+                                    gaps: tuple[str, ...]) -> None:
+    from mergegate.rules import sealed_evidence
+
+    got = sealed_evidence.uncovered(["src/c.py", "src/a.py"] if not entries[0][3] else ["src/a.py"],
+                                    [sealed_evidence.Evidence(*e) for e in entries])
+    assert got == gaps

@@ -22,8 +22,8 @@ from mergegate.git import blobs, core, diffs, history
 from mergegate.pipeline import canaries as the_canaries
 from mergegate.pipeline import diffrun, judged
 from mergegate.records import catalog, ledger, manifest, repo
-from mergegate.records.policy import Policy
-from mergegate.rules import admission, agents, differential, scorecard, split, unified, verdicts
+from mergegate.records.policy import PRODUCTION, Policy
+from mergegate.rules import admission, agents, differential, scorecard, sealed_evidence, split, unified, verdicts
 from mergegate.rules.verdicts import Combined
 from mergegate.runner.pool import prestarted
 from mergegate.runner.rows import SEALED, Row
@@ -33,7 +33,6 @@ from mergegate.runner.specs import load_specs
 REVIEW = "review"
 MANIFEST_MISMATCH = "manifest_mismatch"
 INDEPENDENCE = "independence"
-UNSEALED_PASS = "unsealed_pass"
 
 
 @dataclass(frozen=True)
@@ -63,6 +62,8 @@ class Outcome:
     stopped_at: str | None = None
     target: str = ""  # the target's tip: trusted side and base of the run
     pair_of: judged.Judged | None = None  # how the head side was made (up to date, merge result, ...)
+    shared: tuple[str, ...] = ()  # entries that ran isolation: shared (they could only reject)
+    uncovered: tuple[str, ...] = ()  # touched production paths only shared entries covered (review/shared_only)
 
     @property
     def admitted(self) -> bool:
@@ -227,18 +228,24 @@ def _differential(o: Outcome, pair: diffrun.Pair, policy: Policy, base_ledger: l
     final, reason = combined.decision, combined.reason
     if o.score is not None and o.score.verdict == scorecard.REVIEW and final != verdicts.REJECT:
         final, reason = REVIEW, ",".join(o.score.reasons)
-    if final == verdicts.ADMIT and o.agent and policy.runner.unsealed_pass == REVIEW \
-            and unsealed_passes(results, pair.head_rows):
-        # The pass came from a run where production shared the property's process: a person looks.
-        final, reason = REVIEW, UNSEALED_PASS
+    shared = tuple(sorted({r.prop for r in (*pair.base_rows, *pair.head_rows) if r.isolation != SEALED}))
+    gaps: tuple[str, ...] = ()
+    if final == verdicts.ADMIT and o.agent and policy.runner.unsealed_pass == REVIEW and shared:
+        # A shared pass is no evidence (production shared its process): what only shared entries cover,
+        # a person looks at.
+        gaps = sealed_evidence.uncovered(o.split_json.get(PRODUCTION, ()) or (),  # type: ignore[arg-type]
+                                         evidence(o.properties, results, shared))
+        if gaps:
+            final, reason = REVIEW, sealed_evidence.SHARED_ONLY
     return _with(o, pair=pair, oracle_edited=edited, verdicts=results, combined=combined,
-                 differential=decision, decision=final, reason=reason)
+                 differential=decision, decision=final, reason=reason, shared=shared, uncovered=gaps)
 
 
-def unsealed_passes(results: Sequence[unified.PropertyVerdict], head_rows: Sequence[Row]) -> list[str]:
-    """Properties whose pass rests on a head run that was not sealed (``isolation: shared``)."""
+def evidence(props: Sequence[catalog.Property], results: Sequence[unified.PropertyVerdict],
+             shared: Sequence[str]) -> list[sealed_evidence.Evidence]:
+    """Each entry as this check saw it: shared or sealed, passed or not, what its catalog entry covers."""
     passed = {v.prop for v in results if v.verdict == verdicts.PASS}
-    return sorted({r.prop for r in head_rows if r.prop in passed and r.isolation != SEALED})
+    return [sealed_evidence.Evidence(p.id, p.id in shared, p.id in passed, p.covers) for p in props]
 
 
 def _touched(o: Outcome) -> tuple[str, ...]:
@@ -259,4 +266,5 @@ def contract_moved(contract: Mapping[str, object]) -> set[str]:
 
 
 def to_diff_row(row: Row) -> differential.Row:
-    return differential.Row(row.prop, row.seed, row.status, row.witness, row.signature, row.fixture_digest)
+    return differential.Row(row.prop, row.seed, row.status, row.witness, row.signature, row.fixture_digest,
+                            row.items, row.decisions)

@@ -81,6 +81,7 @@ def decision_json(o: Outcome) -> dict[str, Any]:
         "differential": o.differential.to_dict() if o.differential else None,
         "propose_freeze": [v.prop for v in o.verdicts if v.propose_freeze],
         "review": [v.prop for v in o.verdicts if v.review],
+        "shared": list(o.shared), "uncovered": list(o.uncovered),
     }
     if o.pair is not None:
         data["fixture_digest"] = o.pair.contract["fixture_digest"]
@@ -160,7 +161,7 @@ def _detail(o: Outcome, v: Any) -> str:
     if o.pair is not None:
         mine = [r for r in (*o.pair.base_rows, *o.pair.head_rows) if r.prop == v.prop]
         if any(r.isolation != SEALED for r in mine):
-            parts.append("unsealed (isolation: shared)")
+            parts.append("unsealed (isolation: shared: a fail counts, a pass is no evidence)")
         elif any(r.containment == "none" for r in mine):
             parts.append("uncontained (no bubblewrap)")
         fails = [r for r in mine if r.status == "fail"]
@@ -274,7 +275,18 @@ def markdown(o: Outcome) -> str:
         lines += ["", "Canaries: " + ", ".join(f"{c.name} {'ok' if c.ok else 'MISS'}" for c in o.canaries)]
     if o.score is not None:
         lines += ["", f"Scorecard: {o.score.verdict}, debt {o.score.debt}, reasons {', '.join(o.score.reasons)}"]
+    lines += [f"\n{line}" for line in shared_text(o)]
     return "\n".join(lines) + "\n"
+
+
+def shared_text(o: Outcome) -> list[str]:
+    """What the shared entries could do (only reject), and the paths that rest on them alone."""
+    out = []
+    if o.shared:
+        out.append(f"Shared entries (a fail counts, a pass is no evidence): {', '.join(o.shared)}")
+    if o.uncovered:
+        out.append(f"Covered by no passing sealed entry, only by shared ones: {', '.join(o.uncovered)}")
+    return [textsafe.line(line) for line in out]
 
 
 def _fenced(block: list[str]) -> list[str]:
@@ -292,4 +304,4 @@ def table_text(o: Outcome) -> str:
     width = max([len(r[0]) for r in rows] + [8])
     out = [f"{'property':<{width}}  {'verdict':<12}  {'reason':<20}  detail"]
     out += [f"{p:<{width}}  {v:<12}  {r:<20}  {d}" for p, v, r, d in rows]
-    return "\n".join(out)
+    return "\n".join([*out, *shared_text(o)])

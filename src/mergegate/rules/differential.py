@@ -39,6 +39,11 @@ INCOMPLETE_CONTRACT = "incomplete_contract"
 REASONS = (BOTH_PASS, REGRESSION, PARENT_FAIL_CLEARED, WITNESS_MISMATCH, UNIFORM_FAIL,
            SHARED_VARIANT_FAIL, MISSING_SEED, INCOMPLETE_CONTRACT)
 
+# The gate's own addition to seed 003's reasons (docs/verdicts.md): the head ran less than the base at
+# the same seed (an item the base ran missing, skipped or expected to fail; an example or a step the base
+# ran filtered out), so its pass is not the base's test passing.
+NARROWED = "narrowed"
+
 
 @dataclass(frozen=True)
 class Row:
@@ -54,6 +59,74 @@ class Row:
     witness: str = ""
     signature: str | None = None
     fixture_digest: str | None = None
+    items: tuple[tuple[str, str], ...] = ()  # (node id, outcome) of every item the run collected
+    decisions: tuple[Decisions, ...] = ()  # per Hypothesis item: its examples' and steps' logs
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """One item's logs: ``cases`` (a letter per generated example: v valid, i invalid, o overrun, x failing)
+    and ``steps`` (a state machine's precondition answers: 1 enabled, 0 not), with the rejection counts."""
+
+    nodeid: str
+    cases: str = ""
+    steps: str = ""
+    rejected_cases: int = 0
+    rejected_steps: int = 0
+
+
+RAN = ("passed", "failed")
+
+
+def _dropped(base: str, head: str, rejecting: str, base_count: int, head_count: int) -> int | None:
+    """Where the head's log first drops what the base's ran (the first difference is a rejection on the
+    head only), or -1 when the head rejected more in all; None if neither."""
+    for index, (mine, theirs) in enumerate(zip(base, head, strict=False)):
+        if mine != theirs:
+            if theirs in rejecting and mine not in rejecting:
+                return index
+            break
+    return -1 if head_count > base_count else None
+
+
+def narrowing(base: Row, head: Row) -> str | None:
+    """How the head's run at one seed ran less than the base's at that seed, or None (pure).
+
+    Every item the base ran (passed or failed) must be collected and run on the head (not skipped, not
+    an expected failure); for each Hypothesis item, the head must not reject an example or disable a
+    step where the base's same-seed run went on, nor reject more in all.  Items the head adds, or
+    examples it accepts that the base rejected, narrow nothing.
+    """
+    head_items = dict(head.items)
+    for nodeid, outcome in base.items:
+        if outcome in RAN and head_items.get(nodeid) not in RAN:
+            got = head_items.get(nodeid)
+            return f"{nodeid} {outcome} on the base, " + (f"{got} on the head" if got else "not collected on the head")
+    head_logs = {d.nodeid: d for d in head.decisions}
+    for mine in base.decisions:
+        theirs = head_logs.get(mine.nodeid)
+        if theirs is None:
+            continue
+        for what, base_log, head_log, rejecting, counts in (  # a step first: a disabled rule can void an example
+                ("step", mine.steps, theirs.steps, "0", (mine.rejected_steps, theirs.rejected_steps)),
+                ("example", mine.cases, theirs.cases, "io", (mine.rejected_cases, theirs.rejected_cases))):
+            where = _dropped(base_log, head_log, rejecting, *counts)
+            if where is not None and where >= 0:
+                return f"{mine.nodeid}: {what} {where + 1} ran on the base, was filtered out on the head"
+            if where is not None:
+                return f"{mine.nodeid}: the head filtered out {counts[1]} {what}s, the base {counts[0]}"
+    return None
+
+
+def narrowed(parent: Sequence[Row], patch: Sequence[Row], prop: str, seeds: Sequence[int]) -> str | None:
+    """The first seed at which ``prop``'s head run ran less than its base run, and how; None if none."""
+    base = {r.seed: r for r in parent if r.prop == prop and r.seed in seeds}
+    for r in patch:
+        if r.prop == prop and r.seed in base:
+            why = narrowing(base[r.seed], r)
+            if why is not None:
+                return f"seed {r.seed}: {why}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -127,6 +200,8 @@ def classify(parent: Sequence[Row], patch: Sequence[Row], prop: str, seeds: Sequ
         return PropResult(prop, REJECT, MISSING_SEED)
     p_status = FAIL if FAIL in p_st else PASS
     c_status = FAIL if FAIL in c_st else PASS
+    if c_status == PASS and narrowed(parent, patch, prop, seeds) is not None:
+        return PropResult(prop, REJECT, NARROWED)
     if p_status == PASS and c_status == PASS:
         return PropResult(prop, ACCEPT, BOTH_PASS)
     if p_status == PASS:

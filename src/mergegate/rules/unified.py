@@ -7,6 +7,7 @@
 | pass    | pass    | no            | -              | pass / both_pass                         |
 | fail    | pass    | no            | -              | pass / parent_fail_cleared (review)      |
 | pass    | fail    | no            | any            | fail / regression                        |
+| any     | pass    | no            | any            | fail / narrowed (the head ran less)      |
 | fail    | fail    | no            | yes            | inconclusive / frozen                    |
 | fail    | fail    | no            | no             | fail / seed 003 reason (+propose_freeze) |
 
@@ -79,14 +80,18 @@ class PropertyVerdict:
     review: bool = False
     freeze_id: str | None = None
     blockers: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    detail: str = ""  # narrowed: the first item, example or step the head dropped
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "prop": self.prop, "verdict": self.verdict, "reason": self.reason,
             "differential": self.differential, "propose_freeze": self.propose_freeze,
             "review": self.review, "freeze_id": self.freeze_id,
             "freeze_blockers": {fid: list(codes) for fid, codes in self.blockers},
         }
+        if self.detail:
+            data["detail"] = self.detail
+        return data
 
 
 def fail_signatures(rows: Sequence[diff.Row], prop: str, seeds: Collection[int]) -> frozenset[str | None]:
@@ -151,6 +156,9 @@ def per_property(
         return PropertyVerdict(prop, PASS, reason, reason, review=True)
     if reason in (diff.MISSING_SEED, diff.REGRESSION):
         return PropertyVerdict(prop, FAIL, reason, reason)
+    if reason == diff.NARROWED:
+        detail = diff.narrowed(base_rows, head_rows, prop, seeds) or ""
+        return PropertyVerdict(prop, FAIL, reason, reason, detail=detail)
     # both sides fail: only here may a freeze soften the verdict, and only to inconclusive
     head_sigs = fail_signatures(head_rows, prop, seeds)
     base_sigs = fail_signatures(base_rows, prop, seeds)

@@ -10,6 +10,7 @@ from typing import Any
 
 from mergegate.records import fsutil
 from mergegate.records.policy import FIXTURE, Policy
+from mergegate.rules.differential import RAN, Decisions
 from mergegate.runner import signature
 
 SEALED, SHARED = "sealed", "shared"
@@ -41,6 +42,8 @@ class Row:
     production_s: float = 0.0  # sealed: seconds of duration_s spent in them (production's work and the round trips)
     revision: str = ""  # the commit the run checked out ("" for a directory run: gate run --tree)
     tree: str = ""  # that commit's tree: rows are accepted only for the tree being judged
+    items: tuple[tuple[str, str], ...] = ()  # (node id, outcome) of each item the run collected (trusted/observe.py)
+    decisions: tuple[Decisions, ...] = ()  # each Hypothesis item's example and step logs
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -64,6 +67,11 @@ class Row:
             data["production_calls"], data["production_s"] = self.production_calls, self.production_s
         if self.tree:
             data["revision"], data["tree"] = self.revision, self.tree
+        if self.items:
+            data["items"] = dict(self.items)
+        if self.decisions:
+            data["decisions"] = {d.nodeid: {"cases": d.cases, "steps": d.steps, "rejected": {
+                "cases": d.rejected_cases, "steps": d.rejected_steps}} for d in self.decisions}
         return data
 
 
@@ -99,8 +107,38 @@ def make_row(prop: Any, seed: int, out: dict[str, Any], policy: Policy, *, spec_
         error=error, fixtures_opened=opened, undeclared_fixtures=undeclared,
         load_error=str(error or "").startswith(LOAD_ERROR), isolation=isolation, containment=containment,
         falsifying_example=falsifying, production_calls=_count(out.get("calls")),
-        production_s=_seconds(out.get("production_s")),
+        production_s=_seconds(out.get("production_s")), items=items_of(out.get("items")),
+        decisions=decisions_of(out.get("decisions")),
     )
+
+
+OUTCOMES = (*RAN, "skipped", "xfailed", "notrun")
+
+
+def items_of(value: Any) -> tuple[tuple[str, str], ...]:
+    """A run's ``{node id: outcome}`` as sorted pairs; anything malformed is dropped (the item did not run)."""
+    if not isinstance(value, dict):
+        return ()
+    return tuple(sorted((k, v) for k, v in value.items() if type(k) is str and type(v) is str and v in OUTCOMES))
+
+
+def decisions_of(value: Any) -> tuple[Decisions, ...]:
+    """A run's ``{node id: {"cases", "steps", "rejected"}}``; a malformed log is read as empty."""
+    if not isinstance(value, dict):
+        return ()
+    out = []
+    for nodeid, log in sorted(value.items(), key=lambda kv: str(kv[0])):
+        if type(nodeid) is not str or not isinstance(log, dict):
+            continue
+        rejected = log.get("rejected")
+        rejected = rejected if isinstance(rejected, dict) else {}
+        out.append(Decisions(nodeid, _text(log.get("cases")), _text(log.get("steps")),
+                             _count(rejected.get("cases")), _count(rejected.get("steps"))))
+    return tuple(out)
+
+
+def _text(value: Any) -> str:
+    return value if type(value) is str else ""
 
 
 def _count(value: Any) -> int:
@@ -153,11 +191,8 @@ def row_from_json(data: dict[str, Any]) -> Row:
         reproduce=str(data.get("reproduce") or "") or None,
         production_calls=_count(data.get("production_calls")), production_s=_seconds(data.get("production_s")),
         revision=_text(data.get("revision")), tree=_text(data.get("tree")),
+        items=items_of(data.get("items")), decisions=decisions_of(data.get("decisions")),
     )
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def bound(rows: Sequence[Row], revision: str, tree: str) -> list[Row]:

@@ -42,6 +42,8 @@ class GatePlugin:
         self.collect_report: Any = None
         self.marked_xfail: set[str] = set()
         self.xfailed = 0
+        self.outcomes: dict[str, str] = {}  # each item's outcome, from pytest's reports (trusted/observe.py)
+        self.logs: dict[str, Any] = {}  # each Hypothesis item's decision log (observe.Log)
         self.tampered: str | None = None  # shared runs: what production changed, if it did
         self.result: dict[str, Any] = {}
         self.emit: Any = None
@@ -55,6 +57,7 @@ class GatePlugin:
         self.examples, self.kinds, self.failure = 0, set(), None
         self.failed_report = self.skipped_report = None
         self.xfailed = 0
+        self.outcomes, self.logs = {}, {}
 
     def pytest_runtestloop(self, session: Any) -> Any:
         if not self.group or self.collect_report is not None or session.testsfailed:
@@ -100,6 +103,9 @@ class GatePlugin:
         self.items = list(items)
 
     def pytest_runtest_logreport(self, report: Any) -> None:
+        from mergegate.runner.trusted import observe
+
+        self.outcomes[report.nodeid] = observe.item_outcome(self.outcomes.get(report.nodeid), report)
         if report.failed and self.failed_report is None:
             self.failed_report = report
         elif report.skipped and hasattr(report, "wasxfail") and report.nodeid in self.marked_xfail:
@@ -161,7 +167,7 @@ class GatePlugin:
     def _given(self, item: Any, function: Any, handle: Any) -> None:
         import hypothesis
 
-        from mergegate.runner.trusted import bounds
+        from mergegate.runner.trusted import bounds, observe
 
         own = getattr(function, "_hypothesis_internal_use_settings", None) or hypothesis.settings.default
         self._check_body(handle.inner_test)
@@ -169,21 +175,24 @@ class GatePlugin:
                                  hypothesis.settings, hypothesis.seed, own)
         args = {name: item.funcargs[name] for name in item._fixtureinfo.argnames}
         instance = getattr(function, "__self__", None)
-        test(instance, **args) if instance is not None else test(**args)
+        with observe.cases(self.logs.setdefault(item.nodeid, observe.Log())):
+            test(instance, **args) if instance is not None else test(**args)
 
     def _machine(self, item: Any, machine: Any) -> None:
         import hypothesis
         from hypothesis.stateful import get_state_machine_test
 
-        from mergegate.runner.trusted import bounds
+        from mergegate.runner.trusted import bounds, observe
 
         own = getattr(item.instance, "settings", None) or hypothesis.settings.default
         bounded = bounds.bounded_settings(hypothesis.settings, own, self.job)
-        built = get_state_machine_test(machine, settings=bounded)
+        log = self.logs.setdefault(item.nodeid, observe.Log())
+        built = get_state_machine_test(observe.logged_machine(machine, log), settings=bounded)
         handle: Any = getattr(built, "hypothesis")  # noqa: B009 - the @given handle of the machine's test
         test = bounds.rebuild(self._counted(handle.inner_test), handle, built, self.job,
                                  hypothesis.given, hypothesis.settings, hypothesis.seed, own)
-        test()
+        with observe.cases(log):
+            test()
 
     # ------------------------------------------------------------ the outcome
 
@@ -337,6 +346,9 @@ def finish(plugin: GatePlugin, code: int, result: dict[str, Any]) -> dict[str, A
         result["calls"] = plugin.finder.channel.calls
         result["production_s"] = round(plugin.finder.channel.waited, 4)
     result["kind"] = "plain" if plugin.kinds == {"plain"} else "hypothesis"
+    # What ran, for the differential rule: the trusted side's record, never production's.
+    result["items"] = {item.nodeid: plugin.outcomes.get(item.nodeid, "notrun") for item in plugin.items}
+    result["decisions"] = {nodeid: log.to_json() for nodeid, log in plugin.logs.items()}
     outcome = plugin.outcome(code)
     if plugin.tampered is not None:
         outcome["tampered"] = plugin.tampered
