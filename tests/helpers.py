@@ -14,6 +14,9 @@ HUMAN = {"GIT_AUTHOR_NAME": "Pat Person", "GIT_AUTHOR_EMAIL": "pat@example.com",
 AGENT = {"GIT_AUTHOR_NAME": "coder", "GIT_AUTHOR_EMAIL": "coder[bot]@example.com",
          "GIT_COMMITTER_NAME": "coder", "GIT_COMMITTER_EMAIL": "coder[bot]@example.com"}
 
+# A run outside CI, even inside the suite's own `CI=true` job: the gate reads an empty value as unset.
+NOT_CI = {"CI": "", "GITHUB_ACTIONS": "", "GITLAB_CI": ""}
+
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ENV_DROP}

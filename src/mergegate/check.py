@@ -40,6 +40,7 @@ REVIEW = "review"
 MANIFEST_MISMATCH = "manifest_mismatch"
 INDEPENDENCE = "independence"
 UNSEALED_PASS = "unsealed_pass"
+WORKFLOW_CHANGED = "workflow_changed"  # the patch changes the CI file that defined this very job
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,16 @@ def _check(base: str, head_sha: str, mb: str, policy: Policy, *, environ: Mappin
     else:
         pair = diffrun.run_pair(start.merge_base, start.head, policy, cat, specs, start.seeds,
                                 skip_head=start.oracle_edited, jobs=jobs, progress=progress, cwd=cwd)
-    return _differential(start, pair, policy, base_ledger, now)
+    return _own_definition(_differential(start, pair, policy, base_ledger, now), environ)
+
+
+def _own_definition(o: Outcome, environ: Mapping[str, str]) -> Outcome:
+    """Never ``admit`` from a job whose definition the patch changed (it may have written its own judge)."""
+    from mergegate import ci
+
+    if o.decision == verdicts.ADMIT and ci.changed_definition(environ, _touched(o)) is not None:
+        return _with(o, decision=REVIEW, reason=WORKFLOW_CHANGED)
+    return o
 
 
 def _with(outcome: Outcome, **changes: object) -> Outcome:
