@@ -4,6 +4,7 @@ CI setup a pull request could bypass."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -83,12 +84,19 @@ def test_a_patch_changing_the_workflow_that_runs_the_check_is_never_admitted(sho
     code, data = check(shop, "main", head, env=NOT_CI)
     assert (code, data["decision"]) == (0, "admit")
     env = {**GITHUB, "GITHUB_WORKFLOW_REF": f"octo/shop/{workflow}@refs/pull/3/merge"}
-    code, data = check(shop, "main", head, env=env)
+    code, data = _github_check(shop, head, env)
     assert (code, data["decision"], data["reason"]) == (1, "review", "workflow_changed")
     # Another workflow ran the check: this patch did not write its judge.
     env = {**GITHUB, "GITHUB_WORKFLOW_REF": "octo/shop/.github/workflows/other.yml@refs/heads/main"}
-    code, data = check(shop, "main", head, env=env)
+    code, data = _github_check(shop, head, env)
     assert (code, data["decision"]) == (0, "admit")
+
+
+def _github_check(repo: Path, head: str, env: dict[str, str]) -> tuple[int, dict[str, object]]:
+    """gate check --json in a GitHub job: the JSON sits between the fence and the annotations."""
+    proc = gate(repo, "check", "--base", "main", "--head", head, "--json", env=env)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    return proc.returncode, json.loads("\n".join(ln for ln in proc.stdout.splitlines() if not ln.startswith("::")))
 
 
 BAD = """\

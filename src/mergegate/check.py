@@ -68,6 +68,7 @@ class Outcome:
     differential: differential.Decision | None = None
     agent: bool = False
     stopped_at: str | None = None
+    dependency_files: tuple[str, ...] = ()  # dependency declarations the head changes (then: review)
 
     @property
     def admitted(self) -> bool:
@@ -144,7 +145,8 @@ def _check(base: str, head_sha: str, mb: str, policy: Policy, *, environ: Mappin
     else:
         pair = diffrun.run_pair(start.merge_base, start.head, policy, cat, specs, start.seeds,
                                 skip_head=start.oracle_edited, jobs=jobs, progress=progress, cwd=cwd)
-    return _own_definition(_differential(start, pair, policy, base_ledger, now), environ)
+    judged = _dependencies(_differential(start, pair, policy, base_ledger, now), cwd)
+    return _own_definition(judged, environ)
 
 
 def _own_definition(o: Outcome, environ: Mapping[str, str]) -> Outcome:
@@ -154,6 +156,19 @@ def _own_definition(o: Outcome, environ: Mapping[str, str]) -> Outcome:
     if o.decision == verdicts.ADMIT and ci.changed_definition(environ, _touched(o)) is not None:
         return _with(o, decision=REVIEW, reason=WORKFLOW_CHANGED)
     return o
+
+
+def _dependencies(o: Outcome, cwd: str | Path | None) -> Outcome:
+    """A head that changes its dependency declarations ran against the base's: ``review``, whatever it did."""
+    from mergegate.ci import deps
+
+    touched = _touched(o)
+    files = deps.declaration_paths(touched)
+    files += [p for p in touched if p.rsplit("/", 1)[-1] == deps.PYPROJECT and deps.pyproject_changed(
+        gitio.file_at(o.merge_base, p, cwd), gitio.file_at(o.head, p, cwd))]
+    if not files:
+        return o
+    return _with(o, decision=REVIEW, reason=deps.DEPENDENCY_CHANGE, dependency_files=tuple(sorted(files)))
 
 
 def _with(outcome: Outcome, **changes: object) -> Outcome:
