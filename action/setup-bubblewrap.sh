@@ -10,7 +10,7 @@ if ! command -v bwrap >/dev/null; then
     $sudo apt-get update -q
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q bubblewrap
 fi
-knob=/proc/sys/kernel/apparmor_restrict_unprivileged_userns
+knob="${GATE_USERNS_KNOB:-/proc/sys/kernel/apparmor_restrict_unprivileged_userns}"
 if [ -r "$knob" ] && [ "$(cat "$knob")" != 0 ]; then
     $sudo sysctl -q -w kernel.apparmor_restrict_unprivileged_userns=0
 fi

@@ -126,6 +126,9 @@ def _ci(args: argparse.Namespace) -> int:
         if oracle_manifest.resign_if_ours(pol, top, written)[0]:
             report.append(f"re-signed {pol.paths.manifest} (it lists {rel}, a guarded file)")
     print("\n".join(report))
+    if args.ci == "github" and not re.search(r"@[0-9a-f]{40}$", args.action):
+        print(f"\nwarning: {args.action} is a tag, which its owner can move: pin a commit, "
+              "--action OWNER/REPO@<40-hex commit id> (and keep the tag as a comment)")
     if args.ci == "github":
         print(f"\n{rel} is guarded (paths.policy has .github/**): commit it on its own, with the manifest "
               "re-signed (git add -- .github && gate manifest sign --staged && git commit).")
