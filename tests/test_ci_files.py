@@ -140,3 +140,11 @@ def test_the_gitlab_template_cannot_be_skipped_or_allowed_to_fail(written: Path)
     assert "gate check" in script and "gate deps --install" in script
     assert "pip install ." not in script and "pip install -e" not in script
     assert job["variables"]["GIT_DEPTH"] == "0"
+
+
+@pytest.mark.parametrize("action", ["mergegate", "a/b", "a/b@v1;rm -rf /", "a/b@$(x)", "a b/c@v1"])
+def test_gate_init_github_refuses_an_action_that_is_not_owner_repo_at_ref(tmp_path: Path, action: str) -> None:
+    repo = init_repo(tmp_path / "r")
+    proc = gate(repo, "init", "github", "--action", action)
+    assert proc.returncode == 2 and "is not OWNER/REPO@REF" in proc.stderr
+    assert not (repo / ".github").exists()
