@@ -50,12 +50,24 @@ def test_pyproject_changed(old: str | None, new: str | None, changed: bool) -> N
 
 @pytest.mark.parametrize(("path", "hit"), [
     ("requirements.txt", True), ("requirements-dev.txt", True), ("requirements/base.txt", True),
-    ("sub/requirements.txt", True), ("constraints.txt", True), ("setup.py", True), ("setup.cfg", True),
+    ("sub/requirements.txt", True), ("constraints.txt", True), ("setup.py", True), ("setup.cfg", False),
     ("poetry.lock", True), ("uv.lock", True), ("Pipfile", True), ("Pipfile.lock", True), ("pdm.lock", True),
     ("src/shop/setup.py", False), ("src/shop/orders.py", False), ("README.md", False),
 ])
 def test_declaration_paths(path: str, hit: bool) -> None:
     assert deps.declaration_paths([path]) == ([path] if hit else [])
+
+
+@pytest.mark.parametrize(("old", "new", "changed"), [
+    (None, "[tool:pytest]\naddopts = -x\n", False),  # pytest's section: the runner never reads it
+    ("[metadata]\nname = a\n", "[metadata]\nname = b\n", False),
+    (None, "[options]\ninstall_requires = evil\n", True),
+    ("[options.extras_require]\nx = a\n", "[options.extras_require]\nx = b\n", True),
+    ("[options]\n", "[options\n", True),  # unreadable: a change, to be safe
+])
+def test_setup_cfg_changed(old: str | None, new: str, changed: bool) -> None:
+    assert deps.content_changed("setup.cfg", old and old.encode(), new.encode()) is changed
+    assert deps.content_changed("sub/setup.cfg", old and old.encode(), new.encode()) is False  # setuptools: root
 
 
 def test_requirements() -> None:

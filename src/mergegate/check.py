@@ -164,8 +164,8 @@ def _dependencies(o: Outcome, cwd: str | Path | None) -> Outcome:
 
     touched = _touched(o)
     files = deps.declaration_paths(touched)
-    files += [p for p in touched if p.rsplit("/", 1)[-1] == deps.PYPROJECT and deps.pyproject_changed(
-        gitio.file_at(o.merge_base, p, cwd), gitio.file_at(o.head, p, cwd))]
+    files += [p for p in touched if deps.judged_by_content(p) and deps.content_changed(
+        p, gitio.file_at(o.merge_base, p, cwd), gitio.file_at(o.head, p, cwd))]
     if not files:
         return o
     return _with(o, decision=REVIEW, reason=deps.DEPENDENCY_CHANGE, dependency_files=tuple(sorted(files)))

@@ -19,7 +19,7 @@ from mergegate.errors import UsageError
 DEPENDENCY_CHANGE = "dependency_change"
 PYPROJECT = "pyproject.toml"
 # Files that declare or pin dependencies, or build the project; any change to one is a dependency change.
-FILES = ("requirements*.txt", "requirements/**", "constraints*.txt", "/setup.py", "/setup.cfg", "Pipfile",
+FILES = ("requirements*.txt", "requirements/**", "constraints*.txt", "/setup.py", "Pipfile",
          "Pipfile.lock", "poetry.lock", "uv.lock", "pdm.lock", "pylock.toml", "pylock.*.toml", "environment.yml",
          "environment.yaml")
 # pyproject.toml's tables that declare dependencies or the build: a change elsewhere (a tool's settings) is not one.
@@ -27,11 +27,15 @@ TABLES = (("project", "dependencies"), ("project", "optional-dependencies"), ("p
           ("build-system",), ("dependency-groups",), ("tool", "poetry", "dependencies"),
           ("tool", "poetry", "dev-dependencies"), ("tool", "poetry", "group"), ("tool", "poetry", "source"),
           ("tool", "uv"), ("tool", "pdm"), ("tool", "hatch", "envs"), ("tool", "setuptools", "dynamic"))
+SETUP_CFG = "setup.cfg"
+# setup.cfg's sections that declare dependencies (setuptools); [tool:pytest] and the like are not.
+CFG_SECTIONS = ("options", "options.extras_require", "options.entry_points")
 _OPTION = re.compile(r"\s*-")
 
 
 def declaration_paths(changed: Iterable[str]) -> list[str]:
-    """The changed paths that are dependency files (pyproject.toml is judged by its tables: ``changed_tables``)."""
+    """The changed paths that are dependency files (pyproject.toml and setup.cfg: by their content,
+    ``content_changed``)."""
     return sorted(p for p in changed if globs.matches(p, FILES))
 
 
@@ -56,6 +60,40 @@ def tables(text: bytes | None) -> dict[str, Any] | None:
 def pyproject_changed(base: bytes | None, head: bytes | None) -> bool:
     old, new = tables(base), tables(head)
     return old is None or new is None or old != new
+
+
+def cfg_sections(text: bytes | None) -> dict[str, dict[str, str]] | None:
+    """setup.cfg's dependency sections ({} when absent); None when it does not parse (a change, to be safe)."""
+    import configparser
+
+    if text is None:
+        return {}
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read_string(text.decode())
+    except (UnicodeDecodeError, configparser.Error):
+        return None
+    return {name: dict(parser[name]) for name in CFG_SECTIONS if parser.has_section(name)}
+
+
+def setup_cfg_changed(base: bytes | None, head: bytes | None) -> bool:
+    old, new = cfg_sections(base), cfg_sections(head)
+    return old is None or new is None or old != new
+
+
+def judged_by_content(path: str) -> str | None:
+    """pyproject.toml or setup.cfg (at the root): files whose dependency part alone counts."""
+    name = path.rsplit("/", 1)[-1]
+    if name == PYPROJECT:
+        return PYPROJECT
+    return SETUP_CFG if path == SETUP_CFG else None
+
+
+def content_changed(path: str, base: bytes | None, head: bytes | None) -> bool:
+    kind = judged_by_content(path)
+    if kind == PYPROJECT:
+        return pyproject_changed(base, head)
+    return kind == SETUP_CFG and setup_cfg_changed(base, head)
 
 
 def requirements(pyproject: bytes | None, extras: Iterable[str] = (), req_files: Mapping[str, bytes] | None = None,

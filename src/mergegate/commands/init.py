@@ -131,7 +131,7 @@ def _ci(args: argparse.Namespace) -> int:
               "--action OWNER/REPO@<40-hex commit id> (and keep the tag as a comment)")
     if args.ci == "github":
         print(f"\n{rel} is guarded (paths.policy has .github/**): commit it on its own, with the manifest "
-              "re-signed (git add -- .github && gate manifest sign --staged && git commit).")
+              "re-signed: git add -- .github oracles/MANIFEST.sha256 && git commit -m 'ci: run the gate'")
         print("Then require its check in a ruleset: docs/ci-github.md (required check gate from the GitHub "
               "Actions app, no bypass for agents).")
     else:
