@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mergegate import differential
+from mergegate.rules import differential
 
 SEEDS = [11, 29, 47]
 

@@ -15,8 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from mergegate import catalog, diffrun, repo, runner
 from mergegate.demo import build
+from mergegate.pipeline import diffrun
+from mergegate.records import catalog, repo
+from mergegate.runner.schedule import plan, run_tasks
+from mergegate.runner.specs import load_specs
+from mergegate.runner.trees import tree_info
 
 REPEAT = 3
 
@@ -30,7 +34,7 @@ def main() -> None:
         head = build.commit(shop, {"src/shop/orders.py": (shop / "src/shop/orders.py").read_text() + "\n# x\n"},
                             "patch", agent=True)
         policy = repo.load_policy(base, shop)
-        cat, specs = runner.load_specs(base, policy, shop)
+        cat, specs = load_specs(base, policy, shop)
         specs = [dataclasses.replace(s, prop=dataclasses.replace(s.prop, max_examples=n)) for s in specs]
         cat = catalog.Catalog(tuple(s.prop for s in specs), cat.claimed)
         seeds = policy.verdict.seeds
@@ -42,8 +46,8 @@ def main() -> None:
             started = time.perf_counter()
             with diffrun.worktrees([base, head], shop) as (base_dir, head_dir):
                 for tree_dir in (base_dir, head_dir):
-                    tree = runner.tree_info(tree_dir, policy)
-                    runner.run_tasks([(tree, s, seed) for s, seed in runner.plan(specs, seeds)], policy, jobs=1)
+                    tree = tree_info(tree_dir, policy)
+                    run_tasks([(tree, s, seed) for s, seed in plan(specs, seeds)], policy, jobs=1)
             apart.append(time.perf_counter() - started)
     print(f"{len(specs)} properties x {len(seeds)} seeds x 2 trees, max_examples={n}, best of {REPEAT}")
     print(f"differential, 2 cores, side by side: {min(together):.2f}s")

@@ -168,8 +168,8 @@ def host_pytest(repo: Path, root: Path, candidates: dict[str, bytes]) -> tuple[f
 
 
 def sandbox_triage(repo: Path, candidates: dict[str, bytes]) -> tuple[float, str]:
-    from mergegate import repo as repo_mod
     from mergegate.drafter import pipeline
+    from mergegate.records import repo as repo_mod
 
     policy = repo_mod.trusted_policy(repo)
     started = time.perf_counter()

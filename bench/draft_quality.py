@@ -110,8 +110,8 @@ def previous_drafter() -> Iterator[None]:
 
 
 def measure(repo: Path, examples: int) -> Tally:
-    from mergegate import repo as repo_mod
     from mergegate.drafter import pipeline, queue
+    from mergegate.records import repo as repo_mod
 
     shutil.rmtree(repo / ".gate" / "queue", ignore_errors=True)
     policy = repo_mod.trusted_policy(repo)

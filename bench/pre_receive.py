@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _repo import clean_env, git, median, temp_dir
 from tests import merge_history  # the merge-heavy history the pre-receive test pushes too
 
-from mergegate import manifest, policy
 from mergegate.hooks.pre_receive import hook_script, install_pre_receive
+from mergegate.records import manifest, policy
 
 GHE_BUDGET_S = 5.0
 

@@ -4,7 +4,7 @@ Four numbers, each a ratio against a baseline measured side by side in the same 
 (alternating, best of 3):
 
 1. Light project (the demo shop), base and head worktrees, 3 properties x seeds 11, 29, 47,
-   max_examples=N: ONE ``runner.run_tasks`` call holding both trees' tasks (as ``gate check``),
+   max_examples=N: ONE ``run_tasks`` call holding both trees' tasks (as ``gate check``),
    jobs = cores, against plain pytest (``--hypothesis-seed=S``, one process per seed per side,
    the same settings profile, PYTHONPATH=<tree>/src), run as many at a time as the runner has
    jobs.  Goal: <= 1.0x.
@@ -53,8 +53,13 @@ from typing import Any
 
 from _repo import mergegate_rev, version
 
-from mergegate import diffrun, repo, runner
 from mergegate.demo import build
+from mergegate.pipeline import diffrun
+from mergegate.records import repo
+from mergegate.runner.rows import Row
+from mergegate.runner.schedule import Task, plan, run_tasks
+from mergegate.runner.specs import Spec, load_specs
+from mergegate.runner.trees import Tree, tree_info
 
 SEEDS = (11, 29, 47)
 REPEAT = 3
@@ -279,7 +284,7 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - started, out
 
 
-def require_pass(rows: Sequence[runner.Row], what: str) -> None:
+def require_pass(rows: Sequence[Row], what: str) -> None:
     """A failing property would make every number meaningless: stop with the rows that failed."""
     bad = [r.to_json() for r in rows if r.status != "pass"]
     if bad:
@@ -287,13 +292,13 @@ def require_pass(rows: Sequence[runner.Row], what: str) -> None:
                          + "\n".join(json.dumps(b)[:3000] for b in bad[:5]))
 
 
-def with_examples(specs: Sequence[runner.Spec], n: int) -> list[runner.Spec]:
+def with_examples(specs: Sequence[Spec], n: int) -> list[Spec]:
     return [dataclasses.replace(s, prop=dataclasses.replace(s.prop, max_examples=n)) for s in specs]
 
 
-def both_sides(trees: Sequence[runner.Tree], specs: Sequence[runner.Spec]) -> list[runner.Task]:
+def both_sides(trees: Sequence[Tree], specs: Sequence[Spec]) -> list[Task]:
     """Base and head interleaved per property x seed, as ``diffrun.run_pair`` orders them."""
-    return [(tree, spec, seed) for spec, seed in runner.plan(specs, SEEDS) for tree in trees]
+    return [(tree, spec, seed) for spec, seed in plan(specs, SEEDS) for tree in trees]
 
 
 def bwrap_version() -> str:
@@ -418,7 +423,7 @@ class Seen:
     containment: set[str] = dataclasses.field(default_factory=set)
     isolation: set[str] = dataclasses.field(default_factory=set)
 
-    def note(self, rows: Sequence[runner.Row]) -> None:
+    def note(self, rows: Sequence[Row]) -> None:
         self.containment |= {r.containment for r in rows}
         self.isolation |= {r.isolation for r in rows}
 
@@ -432,9 +437,9 @@ def block_cache(prefix: Path, folder: Path) -> None:
         blocker.touch()
 
 
-def compare(title: str, dirs: Sequence[Path], specs: Sequence[runner.Spec], policy: Any, targets: Sequence[str],
+def compare(title: str, dirs: Sequence[Path], specs: Sequence[Spec], policy: Any, targets: Sequence[str],
             tmp: Path, n: int, jobs: int, seen: Seen) -> float:
-    trees = [runner.tree_info(d, policy, label) for d, label in zip(dirs, ("base", "head"), strict=True)]
+    trees = [tree_info(d, policy, label) for d, label in zip(dirs, ("base", "head"), strict=True)]
     tasks = both_sides(trees, specs)
     warm, src = tmp / f"pyc-warm-{title[0]}", tmp / f"pyc-src-{title[0]}"
     for d in dirs:
@@ -445,7 +450,7 @@ def compare(title: str, dirs: Sequence[Path], specs: Sequence[runner.Spec], poli
     for cache in (warm, src):  # prime both caches (pytest's rewritten plugin modules too), untimed
         run_pytest(dirs, targets, plug, cache, jobs, seeds=SEEDS[:1])
     for _ in range(REPEAT):  # alternate, keep the best of each: the machine is shared
-        took, rows = timed(lambda: runner.run_tasks(tasks, policy, jobs=jobs))
+        took, rows = timed(lambda: run_tasks(tasks, policy, jobs=jobs))
         require_pass(rows, title)
         seen.note(rows)
         examples = sum(r.examples for r in rows)
@@ -466,7 +471,7 @@ def compare(title: str, dirs: Sequence[Path], specs: Sequence[runner.Spec], poli
     return sealed / warm_s
 
 
-def subject_startup(tree: runner.Tree, specs: Sequence[runner.Spec], policy: Any, tmp: Path) -> dict[str, float]:
+def subject_startup(tree: Tree, specs: Sequence[Spec], policy: Any, tmp: Path) -> dict[str, float]:
     """The subject's one-off start (sandbox + Python + preload), and one connection after it.
 
     Reaches into the runner's subject module: the parts a run_tasks timing cannot separate.
@@ -530,8 +535,8 @@ def subject_startup(tree: runner.Tree, specs: Sequence[runner.Spec], policy: Any
     return {k: min(v) for k, v in out.items()} | {"preload_names": len(preload)}
 
 
-def fixed_cost(tree_dir: Path, specs: Sequence[runner.Spec], policy: Any, tmp: Path, seen: Seen) -> float:
-    tree = runner.tree_info(tree_dir, policy, "base")
+def fixed_cost(tree_dir: Path, specs: Sequence[Spec], policy: Any, tmp: Path, seen: Seen) -> float:
+    tree = tree_info(tree_dir, policy, "base")
     trivial = next(s for s in specs if s.prop.id == "prop.zz_trivial")
     many = [(tree, trivial, seed) for seed in range(1, K + 1)]
     one = many[:1]
@@ -545,10 +550,10 @@ def fixed_cost(tree_dir: Path, specs: Sequence[runner.Spec], policy: Any, tmp: P
     importer = [sys.executable, "-c", "import sympy"]
     subprocess.run(importer, cwd=tree_dir, env=env_warm, check=True)  # prime the warm cache
     for _ in range(REPEAT_FIXED):
-        took, rows = timed(lambda: runner.run_tasks(one, policy, jobs=1))
+        took, rows = timed(lambda: run_tasks(one, policy, jobs=1))
         require_pass(rows, "fixed cost (1 run)")
         t_one.append(took)
-        took, rows = timed(lambda: runner.run_tasks(many, policy, jobs=1))
+        took, rows = timed(lambda: run_tasks(many, policy, jobs=1))
         require_pass(rows, f"fixed cost ({K} runs)")
         assert all(r.examples == 1 for r in rows), [r.examples for r in rows]
         seen.note(rows)
@@ -591,8 +596,8 @@ def fixed_cost(tree_dir: Path, specs: Sequence[runner.Spec], policy: Any, tmp: P
     return marginal
 
 
-def call_rate(tree_dir: Path, specs: Sequence[runner.Spec], policy: Any, seen: Seen) -> None:
-    tree = runner.tree_info(tree_dir, policy, "base")
+def call_rate(tree_dir: Path, specs: Sequence[Spec], policy: Any, seen: Seen) -> None:
+    tree = tree_info(tree_dir, policy, "base")
     by_id = {s.prop.id: s for s in specs}
     ids = ("prop.zz_calls_none", "prop.zz_calls_igcd", "prop.zz_calls_nthroot")
     # The first run of a run_tasks waits for the subject to start: a warm-up run takes that wait.
@@ -604,7 +609,7 @@ def call_rate(tree_dir: Path, specs: Sequence[runner.Spec], policy: Any, seen: S
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "HYPOTHESIS"))}
     env.update(PYTHONPATH=str(tree_dir / "src"), PYTHONDONTWRITEBYTECODE="1")
     for _ in range(REPEAT):
-        rows = runner.run_tasks(tasks, policy, jobs=1)
+        rows = run_tasks(tasks, policy, jobs=1)
         require_pass(rows, "call rate")
         assert all(r.examples == 1 for r in rows), [r.examples for r in rows]
         seen.note(rows)
@@ -657,9 +662,9 @@ def main() -> None:
         print(f"setup (not counted): demo shop {took:.1f}s; sympy project ({files} files committed) {took_heavy:.1f}s")
 
         light_policy = repo.load_policy(shop_base, shop)
-        _cat, light_specs = runner.load_specs(shop_base, light_policy, shop)
+        _cat, light_specs = load_specs(shop_base, light_policy, shop)
         heavy_policy = repo.load_policy(heavy_base, heavy)
-        _cat, heavy_specs = runner.load_specs(heavy_base, heavy_policy, heavy)
+        _cat, heavy_specs = load_specs(heavy_base, heavy_policy, heavy)
         compared = [s for s in heavy_specs if HEAVY_PROPS[s.prop.id][2]]
         results: dict[str, float] = {}
         with diffrun.worktrees([shop_base, shop_head], shop) as light_dirs, \

@@ -16,8 +16,8 @@ import re
 import sys
 import time
 
-from mergegate import secretscan
-from mergegate.policy import Canaries
+from mergegate.records.policy import Canaries
+from mergegate.rules import secretscan
 
 
 def timed(func: object, *args: object) -> tuple[float, object]:

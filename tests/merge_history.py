@@ -14,7 +14,7 @@ import hashlib
 import random
 from dataclasses import dataclass, field
 
-from mergegate import manifest, policy
+from mergegate.records import manifest, policy
 
 Changes = dict[str, bytes | None]
 LEDGER = b"version: 1\nbudget: {max_active: 3, max_added_per_patch: 0}\nentries: []\n"

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import admission
-from mergegate.admission import Check, Kind, admit, blob_id
-from mergegate.ledger import Entry
-from mergegate.patchparse import DiffError, parse_diff
-from mergegate.policy import Policy
+from mergegate.pipeline import canaries as the_canaries
+from mergegate.records.ledger import Entry
+from mergegate.records.policy import Policy
+from mergegate.rules import admission
+from mergegate.rules.admission import Check, Kind, admit, blob_id
+from mergegate.rules.patchparse import DiffError, parse_diff
 from tests.helpers import commit, git, init_repo
 
 DIFF = b"--- a/calc.py\n+++ b/calc.py\n@@\n-return a - b\n+return a + b\n"
@@ -143,12 +144,12 @@ def names(results: tuple[admission.CanaryResult, ...]) -> list[tuple[str, bool]]
 
 def test_clean_patch_passes_all_four_in_order(repo: Path) -> None:
     diff = patch_of(repo, {"src/calc.py": CALC.replace("a - b", "a + b")})
-    results = admission.run_canaries(diff, "HEAD", Policy(), repo)
+    results = the_canaries.run_canaries(diff, "HEAD", Policy(), repo)
     assert names(results) == [(n, True) for n in admission.CANARIES]
 
 
 def test_unparseable_patch_stops_at_parse_diff(repo: Path) -> None:
-    results = admission.run_canaries(DIFF, "HEAD", Policy(), repo)  # '@@' without ranges
+    results = the_canaries.run_canaries(DIFF, "HEAD", Policy(), repo)  # '@@' without ranges
     assert names(results) == [("parse_diff", False)]
 
 
@@ -156,16 +157,16 @@ def test_patch_that_does_not_apply_stops_at_apply_check(repo: Path) -> None:
     diff = patch_of(repo, {"src/calc.py": CALC.replace("a - b", "a + b")})
     commit(repo, {"src/calc.py": CALC.replace("a - b", "a * b")}, "moved on")
     status_before = git(repo, "status", "--porcelain").stdout
-    results = admission.run_canaries(diff, "HEAD", Policy(), repo)
+    results = the_canaries.run_canaries(diff, "HEAD", Policy(), repo)
     assert names(results) == [("parse_diff", True), ("apply_check", False)]
     assert git(repo, "status", "--porcelain").stdout == status_before  # no work tree, no index touched
-    assert admission.run_canaries(diff, "HEAD~1", Policy(), repo)[1].ok  # applies to its real base
+    assert the_canaries.run_canaries(diff, "HEAD~1", Policy(), repo)[1].ok  # applies to its real base
 
 
 def test_secret_marker_on_added_line_stops_there(repo: Path) -> None:
     key = "AKIA" + "ABCDEFGHIJKLMNOP"
     diff = patch_of(repo, {"src/config.py": f'KEY = "{key}"\n', "src/calc.py": CALC.replace("def add", "def plus")})
-    results = admission.run_canaries(diff, "HEAD", Policy(), repo)
+    results = the_canaries.run_canaries(diff, "HEAD", Policy(), repo)
     assert names(results) == [("parse_diff", True), ("apply_check", True), ("no_secret_marker", False)]
     assert "src/config.py:1" in results[-1].detail
 
@@ -174,16 +175,16 @@ def test_removing_a_secret_is_fine(repo: Path) -> None:
     key = "AKIA" + "ABCDEFGHIJKLMNOP"
     commit(repo, {"src/config.py": f'KEY = "{key}"\n'}, "leak")
     diff = patch_of(repo, {"src/config.py": "KEY = None\n"})
-    assert all(r.ok for r in admission.run_canaries(diff, "HEAD", Policy(), repo))
+    assert all(r.ok for r in the_canaries.run_canaries(diff, "HEAD", Policy(), repo))
 
 
 def test_policy_markers_are_used(repo: Path) -> None:
-    from mergegate.policy import Canaries
+    from mergegate.records.policy import Canaries
 
     diff = patch_of(repo, {"src/note.py": "TOKEN = 'xoxb-123'\n"})
     policy = Policy(canaries=Canaries(secret_markers=("xox[bp]-",)))
-    assert not admission.run_canaries(diff, "HEAD", policy, repo)[2].ok
-    assert admission.run_canaries(diff, "HEAD", Policy(), repo)[2].ok
+    assert not the_canaries.run_canaries(diff, "HEAD", policy, repo)[2].ok
+    assert the_canaries.run_canaries(diff, "HEAD", Policy(), repo)[2].ok
 
 
 @pytest.mark.parametrize(
@@ -205,7 +206,7 @@ def test_policy_markers_are_used(repo: Path) -> None:
 )
 def test_public_signature(repo: Path, files: dict[str, str | None], ok: bool, words: str) -> None:
     diff = patch_of(repo, files)
-    results = admission.run_canaries(diff, "HEAD", Policy(), repo)
+    results = the_canaries.run_canaries(diff, "HEAD", Policy(), repo)
     assert [r.name for r in results] == list(admission.CANARIES)
     assert results[-1].ok is ok
     assert words in results[-1].detail
@@ -273,7 +274,7 @@ def test_format_patch_mail_passes_the_canaries(repo: Path) -> None:
     do_commit(repo, {"src/calc.py": CALC.replace("a - b", "a + b")}, "fix add")
     mail = git(repo, "format-patch", "-1", "--stdout", "HEAD").stdout.encode()
     assert b"\n-- \n" in mail  # the mail signature a parser must not read as a hunk
-    results = admission.run_canaries(mail, "HEAD~1", Policy(), repo)
+    results = the_canaries.run_canaries(mail, "HEAD~1", Policy(), repo)
     assert names(results) == [(n, True) for n in admission.CANARIES]
     assert parse_diff(mail).touched == ("src/calc.py",)
 
@@ -282,8 +283,8 @@ def test_secret_in_a_binary_file_is_found(repo: Path) -> None:
     key = "AKIA" + "ABCDEFGHIJKLMNOP"
     diff = patch_of(repo, {"src/blob.bin": b"\x00\x01" + key.encode() + b"\x00"})
     assert b"GIT binary patch" in diff
-    results = admission.run_canaries(diff, "HEAD", Policy(), repo)
+    results = the_canaries.run_canaries(diff, "HEAD", Policy(), repo)
     assert names(results)[-1] == ("no_secret_marker", False)
     assert "binary file src/blob.bin" in results[-1].detail
     clean = patch_of(repo, {"src/blob.bin": b"\x00\x01clean\x00"})
-    assert all(r.ok for r in admission.run_canaries(clean, "HEAD", Policy(), repo))
+    assert all(r.ok for r in the_canaries.run_canaries(clean, "HEAD", Policy(), repo))

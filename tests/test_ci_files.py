@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mergegate import policy
 from mergegate.ci import audit
+from mergegate.records import policy
 from tests.helpers import gate, init_repo
 
 ROOT = Path(__file__).resolve().parent.parent

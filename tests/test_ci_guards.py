@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import policy
 from mergegate.demo import build
+from mergegate.records import policy
 from tests.test_check import BROKEN_TAX, _tax, check, patch
 
 WORKFLOW = """\

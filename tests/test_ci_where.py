@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import ci, policy
+from mergegate import ci
 from mergegate.ci import audit
 from mergegate.demo import build
+from mergegate.records import policy
 from tests.helpers import NOT_CI, gate
 from tests.test_check import check, orders_comment, patch
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from mergegate import coldhash, manifest, policy
+from mergegate.git import coldhash
+from mergegate.records import manifest, policy
 from tests.helpers import commit, gate, git, init_repo, write
 
 FIX = "oracles/fixtures/cold"

@@ -7,15 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mergegate.differential import (
-    Row,
-    decide,
-    load_contract,
-    load_jsonl,
-    parse_contract,
-    parse_jsonl,
-)
 from mergegate.errors import ConfigError
+from mergegate.records.runs import load_contract, load_jsonl, parse_contract, parse_jsonl
+from mergegate.rules.differential import Row, decide
 
 P = "prop.order_total_non_negative"
 W = "AssertionError:total"
@@ -157,7 +151,7 @@ def test_bad_contract(text: str) -> None:
 
 
 def test_parse_digest_file_both_layouts() -> None:
-    from mergegate.differential import parse_digest_file
+    from mergegate.records.runs import parse_digest_file
 
     assert parse_digest_file("abc\n") == {"base": "abc", "head": "abc"}
     assert parse_digest_file("base d1\nhead d2\n") == {"base": "d1", "head": "d2"}
@@ -165,7 +159,7 @@ def test_parse_digest_file_both_layouts() -> None:
 
 
 def test_side_digest() -> None:
-    from mergegate.differential import side_digest
+    from mergegate.rules.differential import side_digest
 
     assert side_digest({"fixture_digest": {"base": "d1", "head": "d2"}}, "head") == "d2"
     assert side_digest({"fixture_digest": "d1"}, "base") == "d1"

@@ -72,8 +72,9 @@ def test_doctor_sees_pre_commit(tmp_path: Path, hook_repo: tuple[str, str]) -> N
 
 def test_doctor_and_the_server_agree_on_identity(tmp_path: Path) -> None:
     """A protected default branch (server.protected_branches) identifies agents for the doctor as for pre-receive."""
-    from mergegate import agents, policy
     from mergegate.hooks import pre_receive
+    from mergegate.records import policy
+    from mergegate.rules import agents
 
     repo = init_repo(tmp_path / "r")
     text = (repo / "gate.yaml").read_text() + "server:\n  protected_branches: true\n"

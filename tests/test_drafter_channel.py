@@ -20,7 +20,7 @@ import pytest
 from mergegate.drafter import relay
 from mergegate.drafter.channel import Channel, ChannelConfig, InfraError, config_from, validate_reply
 from mergegate.errors import UsageError
-from mergegate.policy import Drafter
+from mergegate.records.policy import Drafter
 
 KEY = "sk-test-7f3a9c-NEVER-IN-THE-CONTAINER"
 

@@ -13,7 +13,7 @@ import pytest
 
 from mergegate.drafter import export
 from mergegate.errors import UsageError
-from mergegate.policy import Policy
+from mergegate.records.policy import Policy
 from tests.helpers import commit, gate, git, init_repo
 
 

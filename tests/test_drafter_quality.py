@@ -12,7 +12,7 @@ import pytest
 from mergegate.drafter import backends, modes, stage
 from mergegate.drafter.pipeline import not_worth_review
 from mergegate.drafter.surface import Api, parse_module
-from mergegate.policy import Drafter
+from mergegate.records.policy import Drafter
 from tests.helpers import commit, gate, init_repo
 from tests.test_drafter_channel import KEY, Reply, completion, fake_model  # noqa: F401  (fixture)
 

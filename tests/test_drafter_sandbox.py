@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mergegate.drafter import sandbox
+from mergegate.drafter import image, sandbox
 from tests.helpers import commit, gate, git, init_repo, sign_and_commit
 from tests.test_drafter_channel import KEY, Reply, completion, fake_model  # noqa: F401  (fixture)
 
@@ -321,7 +321,11 @@ def test_wall_clock_kills_the_container_and_removes_it(repo: Path, docker_engine
         assert all(Path(s).exists() for s in sources), f"leftover container {box.short_id}"
 
 
-def test_doctor_passes_on_the_built_image(tmp_path: Path) -> None:
+def test_doctor_passes_on_the_built_image(tmp_path: Path, docker_engine: Any) -> None:
+    """The engine's image is the one ``sandbox/Dockerfile`` builds (.ci/setup-docker.sh: gate sandbox build)."""
+    labels = docker_engine.images.get("mergegate-sandbox:latest").labels
+    assert labels[image.DOCKERFILE_LABEL] == image.dockerfile_digest()
+    assert labels[image.FORMAT_LABEL] == image.FORMAT
     proc = gate(tmp_path, "sandbox", "doctor", check=0)
     assert "FAIL" not in proc.stdout and "ok       network = False" in proc.stdout
 
@@ -333,7 +337,7 @@ def test_build_from_a_local_base_image_passes_doctor(tmp_path: Path, docker_engi
     try:
         out = gate(tmp_path, "sandbox", "build", "--base-image", "mergegate-sandbox:latest", "--image", tag,
                    check=0).stdout
-        assert f"image    {tag} built from mergegate-sandbox:latest" in out
+        assert f"image    {tag} built from sandbox/Dockerfile on mergegate-sandbox:latest" in out
         doctor = gate(tmp_path, "sandbox", "doctor", "--image", tag, check=0).stdout
         assert "FAIL" not in doctor and "ok       uid = 10001" in doctor
         assert gate(tmp_path, "sandbox", "build", "--image", tag, "--if-missing", check=0).stdout.endswith("present\n")

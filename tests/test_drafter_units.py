@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import catalog
 from mergegate.drafter import accept, doctor, image, stage, surface
 from mergegate.drafter.options import (
     LABEL,
@@ -22,7 +21,8 @@ from mergegate.drafter.options import (
 )
 from mergegate.drafter.pipeline import wall_clock
 from mergegate.errors import UsageError
-from mergegate.policy import Policy, parse
+from mergegate.records import catalog
+from mergegate.records.policy import Policy, parse
 from tests.helpers import commit, gate, init_repo
 
 MOUNTS = Mounts(repo="/h/repo", job="/h/job", agent="/h/agent.py", out="/h/result.json", relay_socket="/h/r.sock")
@@ -120,9 +120,22 @@ def test_mirror_is_read_from_apt_sources(text: str, mirror: str | None) -> None:
     assert image.mirror_from_sources([text]) == mirror
 
 
+REPO = Path(__file__).resolve().parent.parent
+
+
 def test_sandbox_user_is_not_root_and_lives_in_tmpfs() -> None:
-    passwd, group = image.passwd_lines()
-    assert passwd.split(":")[2] == str(SANDBOX_UID) and ":/tmp/home:" in passwd and group.startswith("gate:x:")
+    text = image.dockerfile()
+    assert f"ARG SANDBOX_UID={SANDBOX_UID}\n" in text and "USER ${SANDBOX_UID}:${SANDBOX_UID}\n" in text
+    assert ':/tmp/home:/usr/sbin/nologin" >> /etc/passwd' in text
+    assert text.rstrip().splitlines()[-1] == f"LABEL {image.FORMAT_LABEL}={image.FORMAT}"
+
+
+def test_the_package_ships_the_sandbox_folder_itself() -> None:
+    """One definition of the image: ``sandbox/`` at the top, read by the installed package."""
+    assert image.dockerfile() == (REPO / "sandbox" / "Dockerfile").read_text()
+    from mergegate.drafter import options
+
+    assert json.loads(options.seccomp_profile()) == json.loads((REPO / "sandbox" / "seccomp.json").read_text())
 
 
 # ---------------------------------------------------------------- surface

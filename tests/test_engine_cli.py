@@ -468,7 +468,7 @@ def test_freeze_list_bad_ledger(repo: Path) -> None:
 
 # ---------------------------------------------------------------- the evidence packet `gate check` writes
 def check_packet(tmp_path: Path) -> Path:
-    """An evidence directory in the layout of mergegate.evidence.write_packet."""
+    """An evidence directory in the layout of mergegate.pipeline.evidence.write_packet."""
     ev = tmp_path / "packet"
     base = rows("prop.order_total", "fail", "fail") + rows("prop.tax_round", "pass", "pass")
     base = base.replace('"signature"', '"fixture_digest": "digest-1", "examples": 10, "signature"')

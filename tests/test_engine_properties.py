@@ -14,9 +14,9 @@ import datetime as dt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mergegate import admission, differential, unified, verdicts
-from mergegate.differential import Row
-from mergegate.ledger import Entry
+from mergegate.records.ledger import Entry
+from mergegate.rules import admission, differential, unified, verdicts
+from mergegate.rules.differential import Row
 
 PROPS = ("a", "b", "c")
 SEEDS = (1, 2, 3)

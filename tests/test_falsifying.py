@@ -99,7 +99,7 @@ def test_notes_are_read_from_the_exception_itself() -> None:
 
 
 def test_markdown_fence_cannot_be_closed_by_the_example() -> None:
-    from mergegate import evidence
+    from mergegate.pipeline import evidence
 
     block = ["Falsifying example: test_x(", "    s='```\\n# injected',", ")"]
     fenced = evidence._fenced(block)

@@ -18,8 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mergegate import ledger, main
+from mergegate import main
 from mergegate.errors import ConfigError
+from mergegate.records import ledger
 from tests.helpers import commit, git, init_repo
 from tests.test_patch_reading import file_patches
 

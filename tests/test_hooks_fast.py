@@ -40,7 +40,7 @@ def warm(tmp_path: Path) -> Path:
 def test_production_commit_takes_the_fast_path_without_heavy_imports(warm: Path) -> None:
     write(warm, {"src/a.py": "3\n"})
     git(warm, "add", "-A")
-    assert hook_imports(warm, (*HEAVY, "mergegate.policy")) == "0 []"
+    assert hook_imports(warm, (*HEAVY, "mergegate.records.policy")) == "0 []"
     # Nor what only an error message needs (textsafe brings re, json and typing: ~9 ms a commit).
     assert hook_imports(warm, ("mergegate.textsafe", "json", "typing")) == "0 []"
 

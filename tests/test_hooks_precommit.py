@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mergegate.fsutil import locked
+from mergegate.records.fsutil import locked
 from tests.helpers import AGENT, clean_env, commit, gate, git, init_repo, write
 
 ROOT = Path(__file__).resolve().parents[1]

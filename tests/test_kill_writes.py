@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import ledger, manifest
+from mergegate.records import ledger, manifest
 from tests.helpers import clean_env, commit, gate, git, init_repo, write
 
 BASE_RUN = '{"prop":"prop.x","seed":11,"status":"fail","witness":"E:x","signature":"s","fixture_digest":"d1"}\n'
@@ -80,8 +80,8 @@ def _holder(lock: Path, seconds: float) -> subprocess.Popen[str]:
 
 
 def test_a_lock_held_by_another_gate_is_reported_not_waited_on_forever(tmp_path: Path) -> None:
-    from mergegate import fsutil
     from mergegate.errors import UsageError
+    from mergegate.records import fsutil
 
     lock = tmp_path / "ledger.lock"
     holder = _holder(lock, 30)
@@ -97,7 +97,7 @@ def test_a_lock_held_by_another_gate_is_reported_not_waited_on_forever(tmp_path:
 
 
 def test_a_lock_let_go_in_time_is_taken(tmp_path: Path) -> None:
-    from mergegate import fsutil
+    from mergegate.records import fsutil
 
     lock = tmp_path / "ledger.lock"
     holder = _holder(lock, 0.3)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import ledger
 from mergegate.errors import ConfigError
+from mergegate.records import ledger
 
 NOW = dt.datetime(2026, 9, 20, tzinfo=dt.UTC)
 

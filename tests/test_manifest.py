@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import manifest
-from mergegate.digest import fixture_digest, fixture_digest_of
 from mergegate.errors import ConfigError
+from mergegate.records import manifest
+from mergegate.records.digest import fixture_digest, fixture_digest_of
 from tests.helpers import commit, gate, git, init_repo, sign_and_commit, write
 
 M = "oracles/MANIFEST.sha256"

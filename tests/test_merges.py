@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import merges
+from mergegate.git import merges
 from tests.helpers import clean_env, git
 
 

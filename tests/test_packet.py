@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import diffrun, packet
 from mergegate.demo import build
 from mergegate.errors import ConfigError
+from mergegate.pipeline import diffrun
+from mergegate.records import packet
 from tests.helpers import gate
 
 
@@ -79,7 +80,7 @@ def test_a_folder_of_other_files_is_never_replaced(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-from mergegate import packet
+from mergegate.records import packet
 from tests.test_packet import _files, _write
 target = Path(sys.argv[1])
 n = 0

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mergegate import admission
-from mergegate.patchparse import DiffError, parse_diff
-from mergegate.policy import Policy
+from mergegate.pipeline import canaries as the_canaries
+from mergegate.records.policy import Policy
+from mergegate.rules import admission
+from mergegate.rules.patchparse import DiffError, parse_diff
 from tests.helpers import commit, gate, init_repo
 
 MOD = "def keep():\n    return 1\n\n\ndef gone():\n    return 2\n"
@@ -31,7 +32,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def canaries(repo: Path, diff: bytes) -> dict[str, admission.CanaryResult]:
-    return {r.name: r for r in admission.run_canaries(diff, "HEAD", Policy(), repo)}
+    return {r.name: r for r in the_canaries.run_canaries(diff, "HEAD", Policy(), repo)}
 
 
 def _apply_checks(repo: Path, diff: bytes) -> None:

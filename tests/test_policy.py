@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mergegate import policy
 from mergegate.errors import ConfigError
-from mergegate.globs import matches
+from mergegate.records import policy
+from mergegate.rules.globs import matches
 
 DEFAULT = policy.parse(policy.DEFAULT_TEXT)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import manifest, policy
+from mergegate.records import manifest, policy
 from tests.helpers import AGENT, commit, gate, git, sign_and_commit, write
 from tests.receive_helpers import Server, make_server, refused
 

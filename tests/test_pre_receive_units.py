@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import gitio, pushlog
 from mergegate.errors import UsageError
+from mergegate.git import core, diffs, history, pushlog
 from mergegate.hooks import receive_rules as rr
 from mergegate.hooks.pre_receive import Splitter, pushers
 from mergegate.hooks.push_manifest import git_blob_id
-from mergegate.manifest import Report
-from mergegate.policy import Policy
-from mergegate.split import split
+from mergegate.records.manifest import Report
+from mergegate.records.policy import Policy
+from mergegate.rules.split import split
 
 A1, B1, Z1 = "a" * 40, "b" * 40, "0" * 40
 A2, Z2 = "a" * 64, "0" * 64
@@ -88,7 +88,7 @@ def test_ref_names(ref: str, ok: bool) -> None:
 
 def _facts(paths: list[str], agent: str = "", report: Report | None = None,
            signed: bool | None = None) -> rr.CommitFacts:
-    changes = [gitio.Change("100644", "100644", A1, B1, "M", p) for p in paths]
+    changes = [diffs.Change("100644", "100644", A1, B1, "M", p) for p in paths]
     return rr.CommitFacts("c" * 40, split(changes, Policy()), agent, report, signed, ".ci/allowed_signers")
 
 
@@ -152,7 +152,7 @@ def test_pushers_collects_every_server_identity() -> None:
     "oracles/fixtures/a\nb",
 ])
 def test_splitter_agrees_with_split(path: str) -> None:
-    changes = [gitio.Change("100644", "100644", A1, B1, "M", p) for p in (path, "src/z.py")]
+    changes = [diffs.Change("100644", "100644", A1, B1, "M", p) for p in (path, "src/z.py")]
     assert Splitter(Policy()).split(changes) == split(changes, Policy())
 
 
@@ -172,12 +172,12 @@ def test_parse_log_reads_fields_in_order() -> None:
     tricky = "x\n\x01y :z"
     data = (f"\x01{A1} {B1}\0bot@x\0\n:100644 100644 {A1} {B1} M\0{tricky}\0"
             f":000000 100644 {Z1} {B1} A\0plain\0\x01{B1} \0pat@x\0").encode()
-    first, second = gitio.parse_log(data)
+    first, second = history.parse_log(data)
     assert first.parents == (B1,) and first.author_email == "bot@x"
     assert [c.path for c in first.changes] == [tricky, "plain"]
     assert second.sha == B1 and second.parents == () and second.changes == ()
 
 
 def test_parse_log_refuses_garbage() -> None:
-    with pytest.raises(gitio.GitFailed):
-        gitio.parse_log(b"not a header\0")
+    with pytest.raises(core.GitFailed):
+        history.parse_log(b"not a header\0")

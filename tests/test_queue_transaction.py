@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # 2-3: catalog entries, 4: the oracle file, 5: claimed.yaml, 6: the manifest, 7: meta.json).
 KILLED_AT = """
 import os, signal, sys
-from mergegate import fsutil, main
+from mergegate import main
+from mergegate.records import fsutil
 calls = {"n": 0}
 real = fsutil.atomic_write
 def write(path, *a, **k):

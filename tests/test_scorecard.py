@@ -7,9 +7,9 @@ import datetime as dt
 
 import pytest
 
-from mergegate.ledger import Budget, Entry, Ledger
-from mergegate.policy import Policy
-from mergegate.scorecard import allows_agent_rely, budget, could_rely, score
+from mergegate.records.ledger import Budget, Entry, Ledger
+from mergegate.records.policy import Policy
+from mergegate.rules.scorecard import allows_agent_rely, budget, could_rely, score
 
 NOW = dt.datetime(2026, 9, 20, tzinfo=dt.UTC)
 FZ = Entry(id="FZ-014", prop_id="prop.roundtrip", signature="s", fixture_digest="d", base_revision="r",
@@ -124,7 +124,7 @@ def test_could_rely_and_budget() -> None:
 
 
 def test_policy_classes_not_prefixes() -> None:
-    from mergegate.policy import Paths
+    from mergegate.records.policy import Paths
 
     policy = Policy(paths=Paths(production=("lib/**",), oracle=("spec/**",)))
     result = score(["lib/a.py", "spec/p.py"], policy, agent=False, base_ledger=BASE, head_ledger=None, now=NOW,

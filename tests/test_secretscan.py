@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 import time
 
-from mergegate import admission, secretscan
-from mergegate.patchparse import parse_diff
-from mergegate.policy import Canaries
+from mergegate.records.policy import Canaries
+from mergegate.rules import admission, secretscan
+from mergegate.rules.patchparse import parse_diff
 
 MARKERS = Canaries().secret_markers
 KEY = "-----BEGIN RSA PRIVATE KEY-----"

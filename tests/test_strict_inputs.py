@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import differential, diffrun, fsutil, ledger, manifest, policy
 from mergegate.drafter import queue
 from mergegate.errors import ConfigError
+from mergegate.pipeline import diffrun
+from mergegate.records import fsutil, ledger, manifest, policy, runs
 from tests.helpers import commit, gate, git, init_repo, write
 from tests.test_drafter_queue import enqueue
 
@@ -71,7 +72,7 @@ def test_canonical_manifest_still_parses() -> None:
 def test_jsonl_splits_on_newline_only() -> None:
     text = ('{"prop":"p","seed":1,"status":"fail","witness":"E:a\u2028b\u0085c"}\n'
             '{"prop":"p","seed":2,"status":"pass"}\n')
-    rows = differential.parse_jsonl(text, "runs.jsonl")
+    rows = runs.parse_jsonl(text, "runs.jsonl")
     assert [r.seed for r in rows] == [1, 2] and rows[0].witness == "E:a\u2028b\u0085c"
 
 

@@ -7,9 +7,9 @@ import datetime as dt
 
 import pytest
 
-from mergegate.differential import Row
-from mergegate.ledger import Entry
-from mergegate.unified import RunContext, evaluate, per_property, verdict_map
+from mergegate.records.ledger import Entry
+from mergegate.rules.differential import Row
+from mergegate.rules.unified import RunContext, evaluate, per_property, verdict_map
 
 P = "prop.order_total"
 NOW = dt.datetime(2026, 9, 20, tzinfo=dt.UTC)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mergegate.verdicts import (
+from mergegate.rules.verdicts import (
     ADMIT,
     FAIL,
     HOLD,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mergegate import catalog, ledger, policy, yamlio
 from mergegate.demo import build
 from mergegate.errors import ConfigError
+from mergegate.records import catalog, ledger, policy, yamlio
 from tests.helpers import clean_env, gate
 
 # About 700 bytes: nine levels of nine aliases each, 9**9 strings once expanded.

@@ -112,7 +112,7 @@ def _dispatch(argv: list[str]) -> int:
         code: int = module.run(args)
         return code
     except GateError as exc:
-        from mergegate import textsafe  # on the error path only: re, json and typing cost ~9 ms on a hook's
+        from mergegate import textsafe
 
         print(f"gate {args.command}: {textsafe.line(exc.render())}", file=sys.stderr)
         return exc.exit_code

@@ -6,9 +6,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mergegate import yamlio
 from mergegate.errors import GateError
-from mergegate.policy import POLICY, Policy
+from mergegate.records import yamlio
+from mergegate.records.policy import POLICY, Policy
 
 INIT = "gate init github writes one that does"
 TARGET_FIX = ("run the gate on pull_request_target (the default branch's definition judges the head, checked "

@@ -13,8 +13,8 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mergegate import globs
 from mergegate.errors import UsageError
+from mergegate.rules import globs
 
 DEPENDENCY_CHANGE = "dependency_change"
 PYPROJECT = "pyproject.toml"

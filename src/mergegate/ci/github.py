@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from mergegate import ci, textsafe
 
 if TYPE_CHECKING:
-    from mergegate.check import Outcome
+    from mergegate.pipeline.check import Outcome
 
 # What the runner decodes in a command's data and its properties (actions/toolkit's escapeData/escapeProperty).
 _DATA = {"%": "%25", "\r": "%0D", "\n": "%0A"}
@@ -95,7 +95,7 @@ def test_line(source: str, function: str) -> int:
 def notes(o: Outcome, source_of: Callable[[str], str | None]) -> list[Annotation]:
     """One annotation per property that did not pass (on its test's line in the trusted oracle file), then the
     decision.  ``source_of``: a trusted oracle file's text (the merge-base's), None when absent."""
-    from mergegate import evidence
+    from mergegate.pipeline import evidence
 
     files = {p.id: p for p in o.properties}
     out = []

@@ -8,13 +8,16 @@ import hashlib
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
-from mergegate import differential, globs, jsonio, ledger, packet
 from mergegate.errors import ConfigError, UsageError
-from mergegate.fsutil import work_area
-from mergegate.policy import Policy
+from mergegate.git import core
+from mergegate.records import jsonio, ledger, packet, runs
+from mergegate.records.fsutil import work_area
+from mergegate.records.policy import Policy
+from mergegate.rules import differential, globs
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -45,13 +48,13 @@ def _reproduction(args: argparse.Namespace) -> tuple[list[differential.Row], dic
         if not ev.is_dir():
             raise UsageError(f"{ev}: no such evidence directory", "pass the directory a check wrote")
         if (ev / "contract.json").is_file():
-            contract = dict(differential.load_contract(ev / "contract.json").raw)
+            contract = dict(runs.load_contract(ev / "contract.json").raw)
         if (ev / "fixture.digest").is_file():
-            digest = differential.parse_digest_file((ev / "fixture.digest").read_text()).get("base")
+            digest = runs.parse_digest_file((ev / "fixture.digest").read_text()).get("base")
         if not args.run:
-            rows = differential.load_jsonl(ev / "base.jsonl")
+            rows = runs.load_jsonl(ev / "base.jsonl")
     if args.run:
-        rows = differential.load_jsonl(args.run)
+        rows = runs.load_jsonl(args.run)
     return rows, contract, digest
 
 
@@ -75,9 +78,7 @@ def _match_keys(args: argparse.Namespace, rows: list[differential.Row], contract
                          "use evidence from one run (fixture.digest or rows with fixture_digest)")
     base = contract.get("base_revision") or contract.get("base")
     if args.base or not isinstance(base, str):
-        from mergegate import gitio
-
-        base = gitio.must_resolve(args.base or "HEAD")
+        base = core.must_resolve(args.base or "HEAD")
     witness = sorted({r.witness for r in fails})[0]
     return str(sigs.pop()), digests.pop(), str(base), witness
 
@@ -87,13 +88,18 @@ def _next_id(led: ledger.Ledger) -> str:
     return f"FZ-{max(numbers, default=0) + 1:03d}"
 
 
+def refuse(message: str, fix: str) -> int:
+    print(f"gate freeze: refused: {message}; fix: {fix}", file=sys.stderr)
+    return 1
+
+
 def open_freeze(args: argparse.Namespace, policy: Policy, path: Path, lock: Path, now: dt.datetime) -> int:
     """Add one entry to the ledger (atomic, locked), or refuse."""
-    from mergegate import agents, fsutil, gitio
-    from mergegate.commands.freeze import refuse, valid_id
+    from mergegate.records import fsutil
+    from mergegate.rules import agents
 
     try:
-        author = gitio.author_email()
+        author = core.author_email()
     except Exception:  # outside a repository there is no author, only the environment
         author = ""
     if agents.is_agent(policy, os.environ, author):
@@ -108,7 +114,7 @@ def open_freeze(args: argparse.Namespace, policy: Policy, path: Path, lock: Path
     for pattern in args.paths:
         if not globs.is_valid(pattern):
             raise UsageError(f"bad path glob {pattern!r}", "write e.g. src/parser/**")
-    if args.id and not valid_id(args.id):
+    if args.id and not ledger.valid_id(args.id):
         raise UsageError(f"bad freeze id {args.id!r}", "use letters, digits, '.', '_' and '-'")
     signature, digest, base, witness = _match_keys(args, *_reproduction(args))
     with fsutil.locked(lock):
@@ -146,8 +152,8 @@ def _proposals(data: Any, source: str) -> list[tuple[str, str]]:
 
 def propose(args: argparse.Namespace, now: dt.datetime) -> int:
     """Write one review ticket per proposal under .gate/tickets/; the ledger is never touched."""
-    from mergegate import fsutil, gitio
     from mergegate.commands._engine_out import line
+    from mergegate.records import fsutil
 
     source = Path(args.decision)
     if source.name == "decision.json" and (source.parent / packet.SEAL).exists():
@@ -165,7 +171,7 @@ def propose(args: argparse.Namespace, now: dt.datetime) -> int:
         directory = Path(args.tickets)
     else:
         try:
-            directory = work_area(gitio.toplevel()) / "tickets"
+            directory = work_area(core.toplevel()) / "tickets"
         except UsageError:
             directory = Path(".gate") / "tickets"
     written = []

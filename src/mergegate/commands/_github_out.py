@@ -45,10 +45,11 @@ def _report(code: int, result: Any) -> None:
         _outputs({"decision": "error", "reason": f"exit_{code}", "admitted": "false", "exit-code": str(code)})
         return
     outcome, where = result
-    from mergegate import evidence, gitio
+    from mergegate.git import blobs
+    from mergegate.pipeline import evidence
 
     def source_of(path: str) -> str | None:
-        data = gitio.file_at(outcome.merge_base, path)
+        data = blobs.file_at(outcome.merge_base, path)
         return None if data is None else data.decode(errors="replace")
 
     for note in github.notes(outcome, source_of):

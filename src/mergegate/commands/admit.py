@@ -15,10 +15,13 @@ import json
 import sys
 from pathlib import Path
 
-from mergegate import admission, gitio, gitpatch, jsonio, ledger, repo
 from mergegate.commands._engine_out import emit_json, line, table
 from mergegate.errors import ConfigError, UsageError
-from mergegate.patchparse import parse_diff
+from mergegate.git import core, gitpatch
+from mergegate.pipeline import canaries as the_canaries
+from mergegate.records import jsonio, ledger, repo
+from mergegate.rules import admission
+from mergegate.rules.patchparse import parse_diff
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -71,9 +74,9 @@ def run(args: argparse.Namespace) -> int:
     if args.infra or not diff.strip():
         result = admission.admit(diff, [], set(), channel_infra=args.infra)
         return _print(args, result, None, (), None)
-    base = gitio.must_resolve(args.base)
+    base = core.must_resolve(args.base)
     policy = repo.load_policy(base)
-    canaries = admission.run_canaries(diff, base, policy)
+    canaries = the_canaries.run_canaries(diff, base, policy)
     others = _checks(args.checks, admission.blob_id(diff)) if all(c.ok for c in canaries) else []  # no partial credit
     checks = [c.check() for c in canaries] + others
     freeze_ids: set[str] = set()

@@ -2,7 +2,7 @@
 
 ``import`` writes a catalog entry per test of the oracle tree that has none;
 ``status`` lists tests with no entry and entries whose test is gone (see
-``mergegate.adopt``).  ``check`` runs each property sealed and shared on a
+``mergegate.pipeline.adopt``).  ``check`` runs each property sealed and shared on a
 revision: a property that cannot run sealed (it needs production objects in its own
 process) is marked ``isolation: shared`` by a person.  This command tells which
 properties give the same rows both ways, so that choice is made on evidence.
@@ -15,9 +15,15 @@ import dataclasses
 import json
 from collections.abc import Sequence
 
-from mergegate import diffrun, gitio, repo, runner
 from mergegate.commands.run import only, parse_seeds
 from mergegate.errors import EXIT_NO, EXIT_OK
+from mergegate.git import core
+from mergegate.pipeline import diffrun
+from mergegate.records import repo
+from mergegate.runner.rows import SEALED, SHARED, Row
+from mergegate.runner.schedule import plan, run_tasks
+from mergegate.runner.specs import Spec, load_specs
+from mergegate.runner.trees import tree_info
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +38,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     imp = sub.add_parser("import", help="write a catalog entry for each test of the oracle tree that has none")
     imp.add_argument("paths", nargs="*", metavar="PATH", help="only tests under these oracle paths (default: all)")
-    imp.add_argument("--dry-run", action="store_true", help="print the entries, write nothing")
+    imp.add_argument("--dry-run", action="store_true", help="print the entries, write nothing (and try none)")
+    imp.add_argument("--no-trial", action="store_true",
+                     help="write every entry untried (default: run each on HEAD sealed and in-process first)")
+    imp.add_argument("-j", "--jobs", type=int, help="processes in parallel for the trial")
     status = sub.add_parser("status", help="tests with no catalog entry, and entries whose test is gone")
     status.add_argument("--rev", help="read a revision instead of the work tree")
 
@@ -46,15 +55,15 @@ def run(args: argparse.Namespace) -> int:
         from mergegate.commands import catalog_adopt
 
         return catalog_adopt.run_status(args)
-    rev = gitio.must_resolve(args.rev)
+    rev = core.must_resolve(args.rev)
     policy = repo.load_policy(rev)
-    _cat, specs = runner.load_specs(rev, policy)
+    _cat, specs = load_specs(rev, policy)
     specs = only(specs, args.only)
     seeds = parse_seeds(args.seeds) if args.seeds else policy.verdict.seeds
-    both = [_as(s, mode) for s in specs for mode in (runner.SEALED, runner.SHARED)]
+    both = [_as(s, mode) for s in specs for mode in (SEALED, SHARED)]
     with diffrun.worktrees([rev]) as (tree_dir,):
-        tree = runner.tree_info(tree_dir, policy, "trusted")
-        rows = runner.run_tasks([(tree, spec, seed) for spec, seed in runner.plan(both, seeds)], policy, args.jobs)
+        tree = tree_info(tree_dir, policy, "trusted")
+        rows = run_tasks([(tree, spec, seed) for spec, seed in plan(both, seeds)], policy, args.jobs)
     results = [compare(s.prop.id, s.prop.isolation, rows) for s in specs]
     for result in results:
         print(json.dumps(result, sort_keys=True) if args.json else _line(result))
@@ -64,17 +73,17 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_NO if disagree else EXIT_OK
 
 
-def _as(spec: runner.Spec, mode: str) -> runner.Spec:
+def _as(spec: Spec, mode: str) -> Spec:
     return dataclasses.replace(spec, prop=dataclasses.replace(spec.prop, isolation=mode))
 
 
-def compare(prop: str, catalogued: str, rows: Sequence[runner.Row]) -> dict[str, object]:
+def compare(prop: str, catalogued: str, rows: Sequence[Row]) -> dict[str, object]:
     """Per seed, the (status, witness) of both modes; they agree when every seed matches."""
-    by_mode: dict[str, dict[int, tuple[str, str]]] = {runner.SEALED: {}, runner.SHARED: {}}
+    by_mode: dict[str, dict[int, tuple[str, str]]] = {SEALED: {}, SHARED: {}}
     for r in rows:
         if r.prop == prop:
             by_mode[r.isolation][r.seed] = (r.status, r.witness)
-    sealed, shared = by_mode[runner.SEALED], by_mode[runner.SHARED]
+    sealed, shared = by_mode[SEALED], by_mode[SHARED]
     return {"prop": prop, "catalog": catalogued, "agree": sealed == shared,
             "sealed": {str(k): list(v) for k, v in sorted(sealed.items())},
             "shared": {str(k): list(v) for k, v in sorted(shared.items())}}

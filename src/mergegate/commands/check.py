@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mergegate import branches, gitio
 from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
-from mergegate.fsutil import work_area
-from mergegate.progress import progress_bar
+from mergegate.git import branches, core, diffs
+from mergegate.pipeline.progress import progress_bar
+from mergegate.records.fsutil import work_area
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -41,13 +41,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> tuple[int, Any]:
-    from mergegate import check, evidence
+    from mergegate.pipeline import check, evidence
 
     if args.base is None and args.head is None:
         args.base, args.head = _from_event(args)
     head = args.head
     if head is None:
-        dirty = gitio.tracked_changes()
+        dirty = diffs.tracked_changes()
         if dirty:
             raise UsageError(f"the work tree has uncommitted changes ({dirty[0]}, ...) that a check of HEAD "
                              "would not see", "commit them, or pass --head REV explicitly")
@@ -58,7 +58,7 @@ def _run(args: argparse.Namespace) -> tuple[int, Any]:
     base = branches.base_or_default(args.base)
     with progress_bar(quiet=args.json) as progress:
         outcome = check.check(base, head, environ=os.environ, jobs=args.jobs, progress=progress, runs=runs)
-    where = Path(args.evidence) if args.evidence else evidence.default_dir(work_area(gitio.toplevel()), outcome)
+    where = Path(args.evidence) if args.evidence else evidence.default_dir(work_area(core.toplevel()), outcome)
     evidence.write_packet(outcome, where)
     if args.junit:
         _write(args.junit, evidence.junit(outcome))
@@ -82,13 +82,13 @@ def _from_event(args: argparse.Namespace) -> tuple[str | None, str | None]:
 
 
 def _write(path: str, text: str) -> None:
-    from mergegate import fsutil
+    from mergegate.records import fsutil
 
     fsutil.atomic_write(path, text.encode())
 
 
 def _print_table(outcome: Any, where: Path) -> None:
-    from mergegate import evidence
+    from mergegate.pipeline import evidence
 
     if sys.stdout.isatty():
         from rich.console import Console

@@ -26,11 +26,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mergegate import agents, gitio, manifest, repo
 from mergegate.errors import EXIT_NO, GateError, UsageError
-from mergegate.fsutil import atomic_write
-from mergegate.policy import GUARDED, Policy
-from mergegate.split import split
+from mergegate.git import blobs, core, diffs
+from mergegate.records import manifest, repo
+from mergegate.records.fsutil import atomic_write
+from mergegate.records.policy import GUARDED, Policy
+from mergegate.rules import agents
+from mergegate.rules.split import split
 
 IN_PROGRESS = (("MERGE_HEAD", "a merge"), ("rebase-merge", "a rebase"), ("rebase-apply", "a rebase"),
                ("CHERRY_PICK_HEAD", "a cherry-pick"), ("REVERT_HEAD", "a revert"))
@@ -52,7 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     message, oracle_message = _messages(args)
-    top = gitio.toplevel()
+    top = core.toplevel()
     _refuse_in_progress(top)
     pol = repo.trusted_policy(top)
     _refuse_agent(pol, top)
@@ -83,14 +85,14 @@ def _messages(args: argparse.Namespace) -> tuple[str, str]:
 
 def _refuse_in_progress(top: Path) -> None:
     for name, what in IN_PROGRESS:
-        if gitio.git_path(name, top).exists():
+        if core.git_path(name, top).exists():
             raise UsageError(f"{what} is in progress; its commit is not a fix to split",
                              "finish it (git commit --no-edit, or GIT_EDITOR=true git rebase --continue) "
                              "or abort it first")
 
 
 def _refuse_agent(pol: Policy, top: Path) -> None:
-    email = gitio.author_email(top)
+    email = core.author_email(top)
     if agents.is_agent(pol, os.environ, email):
         why = agents.agent_reason(pol, os.environ, email)
         raise UsageError(f"an agent ({why}) may not make the oracle commit",
@@ -101,12 +103,12 @@ def _refuse_agent(pol: Policy, top: Path) -> None:
 class Plan:
     top: Path
     head: str | None  # None before the first commit
-    oracle: tuple[gitio.Change, ...]  # staged guarded paths
-    rest: tuple[gitio.Change, ...]  # everything else staged
+    oracle: tuple[diffs.Change, ...]  # staged guarded paths
+    rest: tuple[diffs.Change, ...]  # everything else staged
 
 
 def _plan(top: Path, pol: Policy) -> Plan:
-    changes = gitio.staged_changes(top)
+    changes = diffs.staged_changes(top)
     if not changes:
         raise UsageError("nothing staged", 'git add the fix and its test, then gate commit --split -m "<message>"')
     unmerged = [c.path for c in changes if c.status == "U"]
@@ -117,7 +119,7 @@ def _plan(top: Path, pol: Policy) -> Plan:
                          'just git commit -m "<message>"')
     oracle = tuple(c for c in changes if pol.classify(c.path) in GUARDED)
     rest = tuple(c for c in changes if pol.classify(c.path) not in GUARDED)
-    return Plan(top, gitio.head(top), oracle, rest)
+    return Plan(top, core.head(top), oracle, rest)
 
 
 # ---------------------------------------------------------------- the two commits
@@ -128,7 +130,7 @@ def _execute(plan: Plan, oracle_message: str, message: str) -> tuple[str, str | 
     with _IndexLock(real_index) as lock, _scratch(plan.top) as tmp:
         first_index, second_index = tmp / "oracle-index", tmp / "commit-index"
         tree1, pol1, signed = _oracle_index(plan, real_index, first_index)
-        old_manifest = gitio.file_at(None, pol1.paths.manifest, plan.top)  # the real index's, still locked
+        old_manifest = blobs.file_at(None, pol1.paths.manifest, plan.top)  # the real index's, still locked
         tree2 = _rest_index(plan, real_index, second_index, pol1.paths.manifest, signed)
         _check_trees(plan, tree1, tree2, pol1)
         try:
@@ -150,7 +152,7 @@ def _oracle_index(plan: Plan, real_index: Path, index: Path) -> tuple[str, Polic
         pol1 = repo.load_policy(None, plan.top)  # the policy commit 1 will have (the hook signs with it)
         signed = manifest.expected_at(None, pol1, plan.top)
         _set_manifest(plan.top, pol1.paths.manifest, signed)
-        tree = gitio.out(["write-tree"], plan.top).decode().strip()
+        tree = core.out(["write-tree"], plan.top).decode().strip()
     return tree, pol1, signed
 
 
@@ -159,16 +161,16 @@ def _rest_index(plan: Plan, real_index: Path, index: Path, manifest_path: str, s
     shutil.copyfile(real_index, index)
     with _using_index(index):
         _set_manifest(plan.top, manifest_path, signed)
-        return gitio.out(["write-tree"], plan.top).decode().strip()
+        return core.out(["write-tree"], plan.top).decode().strip()
 
 
 def _check_trees(plan: Plan, tree1: str, tree2: str, pol1: Policy) -> None:
-    base_tree = gitio.out(["rev-parse", f"{plan.head}^{{tree}}"], plan.top).decode().strip() if plan.head \
-        else gitio.empty_tree(plan.top)
+    base_tree = core.out(["rev-parse", f"{plan.head}^{{tree}}"], plan.top).decode().strip() if plan.head \
+        else core.empty_tree(plan.top)
     if tree1 == base_tree:
         raise UsageError("the only guarded change staged is the manifest, and HEAD's already verifies",
                          f"git restore --staged -- {shlex.quote(pol1.paths.manifest)}, then git commit -m ...")
-    moved = split(gitio.tree_changes(tree1, tree2, plan.top), pol1).guarded
+    moved = split(diffs.tree_changes(tree1, tree2, plan.top), pol1).guarded
     if moved:
         raise UsageError(f"the staged {pol1.source} makes {moved[0]} guarded, so no split into two commits "
                          "keeps both apart", "commit the policy change on its own first, then split the rest")
@@ -177,13 +179,13 @@ def _check_trees(plan: Plan, tree1: str, tree2: str, pol1: Policy) -> None:
 def _commit(plan: Plan, index: Path, message: str, tree: str, parent: str | None, which: str) -> str:
     """``git commit`` of ``index`` (the installed hooks run); the new commit's id."""
     env = dict(os.environ, GIT_INDEX_FILE=str(index), GIT_EDITOR=":")
-    proc = gitio.run(["commit", "-q", "--no-edit", "-m", message], plan.top, env=env, check=False)
+    proc = core.run(["commit", "-q", "--no-edit", "-m", message], plan.top, env=env, check=False)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace"))
         raise Refused(f"the {which} commit was refused (git commit exited {proc.returncode}); "
                       "HEAD and the index are as before", "fix what the hook says and run gate commit --split again")
-    made = gitio.out(["rev-parse", "HEAD", "HEAD^{tree}"], plan.top).decode().split()
-    parents = gitio.out(["rev-list", "--parents", "-n", "1", made[0]], plan.top).decode().split()[1:]
+    made = core.out(["rev-parse", "HEAD", "HEAD^{tree}"], plan.top).decode().split()
+    parents = core.out(["rev-list", "--parents", "-n", "1", made[0]], plan.top).decode().split()[1:]
     if made[1] != tree or parents != ([parent] if parent else []):
         raise Refused(f"the {which} commit is not the one planned (a hook changed it); "
                       "HEAD and the index are as before", "commit without that hook's changes, or split by hand")
@@ -192,13 +194,13 @@ def _commit(plan: Plan, index: Path, message: str, tree: str, parent: str | None
 
 def _roll_back(plan: Plan) -> None:
     """Move HEAD back to where it was (best effort: the caller's error is the one reported)."""
-    now = gitio.head(plan.top)
+    now = core.head(plan.top)
     if now == plan.head:
         return
     if plan.head is None:
-        gitio.run(["update-ref", "-d", "HEAD"], plan.top, check=False)
+        core.run(["update-ref", "-d", "HEAD"], plan.top, check=False)
     else:
-        gitio.run(["update-ref", "-m", "gate commit --split: rolled back", "HEAD", plan.head], plan.top, check=False)
+        core.run(["update-ref", "-m", "gate commit --split: rolled back", "HEAD", plan.head], plan.top, check=False)
 
 
 def _refresh_worktree_manifest(path: Path, old_staged: bytes | None, signed: bytes) -> None:
@@ -219,12 +221,12 @@ def _refresh_worktree_manifest(path: Path, old_staged: bytes | None, signed: byt
 
 def _index_path(top: Path) -> Path:
     given = os.environ.get("GIT_INDEX_FILE")
-    return Path(given).absolute() if given else gitio.git_path("index", top)
+    return Path(given).absolute() if given else core.git_path("index", top)
 
 
 @contextlib.contextmanager
 def _using_index(index: Path) -> Iterator[None]:
-    """Point every git call of this process (``mergegate.gitio`` inherits the environment) at ``index``."""
+    """Point every git call of this process (``mergegate.git`` inherits the environment) at ``index``."""
     saved = os.environ.get("GIT_INDEX_FILE")
     os.environ["GIT_INDEX_FILE"] = str(index)
     try:
@@ -238,7 +240,7 @@ def _using_index(index: Path) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _scratch(top: Path) -> Iterator[Path]:
-    parent = gitio.git_path("mergegate", top)
+    parent = core.git_path("mergegate", top)
     parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="split-", dir=parent) as tmp:
         yield Path(tmp)
@@ -248,11 +250,11 @@ def _update_index(top: Path, entries: Iterable[tuple[str, str, str]]) -> None:
     """``update-index --index-info``: (mode, object id, path); mode 000000 removes the path."""
     data = b"".join(f"{mode} {sha}\t".encode() + os.fsencode(path) + b"\0" for mode, sha, path in entries)
     if data:
-        gitio.out(["update-index", "-z", "--index-info"], top, data)
+        core.out(["update-index", "-z", "--index-info"], top, data)
 
 
 def _set_manifest(top: Path, path: str, text: bytes) -> None:
-    blob = gitio.out(["hash-object", "-w", "--no-filters", "--stdin"], top, text).decode().strip()
+    blob = core.out(["hash-object", "-w", "--no-filters", "--stdin"], top, text).decode().strip()
     _update_index(top, [("100644", blob, path)])
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from mergegate import differential as diff
 from mergegate.commands._engine_out import emit_json, line, table
+from mergegate.records import runs
+from mergegate.rules import differential as diff
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,13 +24,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    contract = diff.load_contract(args.contract)
-    parent = diff.load_jsonl(args.parent, contract.seeds)
-    patch = diff.load_jsonl(args.patch, contract.seeds)
+    contract = runs.load_contract(args.contract)
+    parent = runs.load_jsonl(args.parent, contract.seeds)
+    patch = runs.load_jsonl(args.patch, contract.seeds)
     decision = diff.decide(parent, patch, contract.seeds, contract.properties)
     data = decision.to_dict()
     if args.out:
-        from mergegate import fsutil
+        from mergegate.records import fsutil
 
         fsutil.atomic_write(args.out, (json.dumps(data, indent=2) + "\n").encode())
     if args.json:

@@ -52,9 +52,9 @@ def _run(root: Path, args: argparse.Namespace, started: float) -> int:
 
 def play(repo_dir: Path, sc: object, jobs: int | None) -> tuple[str, str, str]:
     """Commit the scenario on a branch from its base, run the pipeline, return (decision, reason, detail)."""
-    from mergegate import check, evidence
     from mergegate.demo import build
     from mergegate.demo.scenarios import Scenario
+    from mergegate.pipeline import check, evidence
 
     assert isinstance(sc, Scenario)
     branch = "scenario/" + re.sub(r"[^a-z0-9]+", "-", sc.name.lower()).strip("-")

@@ -6,8 +6,8 @@ import argparse
 import subprocess
 import sys
 
-from mergegate import branches, gitio
 from mergegate.errors import EXIT_OK, InternalError
+from mergegate.git import blobs, branches, core
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,18 +25,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from mergegate.ci import deps
 
-    base = gitio.must_resolve(branches.base_or_default(args.base))
-    trusted = gitio.merge_base(base, gitio.must_resolve(args.head))
+    base = core.must_resolve(branches.base_or_default(args.base))
+    trusted = core.merge_base(base, core.must_resolve(args.head))
     files = {}
     for name in args.requirements:
-        data = gitio.file_at(trusted, name)
+        data = blobs.file_at(trusted, name)
         if data is None:
             from mergegate.errors import UsageError
 
             raise UsageError(f"{name} is not in the trusted revision {trusted[:12]}",
                              "name a requirements file the base branch has")
         files[name] = data
-    reqs = deps.requirements(gitio.file_at(trusted, deps.PYPROJECT), args.extra, files)
+    reqs = deps.requirements(blobs.file_at(trusted, deps.PYPROJECT), args.extra, files)
     print(f"# runtime dependencies of {trusted[:12]} (merge-base), read with git: nothing of the head is built")
     for req in reqs:
         print(req)

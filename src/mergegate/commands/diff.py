@@ -6,8 +6,13 @@ import argparse
 import json
 from pathlib import Path
 
-from mergegate import branches, differential, diffrun, fsutil, gitio, packet, repo, runner, split
 from mergegate.errors import EXIT_NO, EXIT_OK
+from mergegate.git import branches, core, diffs
+from mergegate.pipeline import diffrun
+from mergegate.records import fsutil, packet, repo, runs
+from mergegate.rules import differential, split
+from mergegate.runner.rows import write_jsonl
+from mergegate.runner.specs import load_specs
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -19,13 +24,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    head = gitio.must_resolve(args.head)
-    base = gitio.merge_base(gitio.must_resolve(branches.base_or_default(args.base)), head)
+    head = core.must_resolve(args.head)
+    base = core.merge_base(core.must_resolve(branches.base_or_default(args.base)), head)
     policy = repo.load_policy(base)
-    cat, specs = runner.load_specs(base, policy)
-    edited = split.oracle_edited(cat, split.split(gitio.tree_changes(base, head), policy))
+    cat, specs = load_specs(base, policy)
+    edited = split.oracle_edited(cat, split.split(diffs.tree_changes(base, head), policy))
     seeds = policy.verdict.seeds
-    from mergegate.progress import progress_bar
+    from mergegate.pipeline.progress import progress_bar
 
     with progress_bar(quiet=args.json) as progress:
         pair = diffrun.run_pair(base, head, policy, cat, specs, seeds, skip_head=edited, jobs=args.jobs,
@@ -34,12 +39,12 @@ def run(args: argparse.Namespace) -> int:
 
     def fill(folder: Path) -> None:
         fsutil.atomic_write(folder / "contract.json", diffrun.canonical(pair.contract) + b"\n")
-        runner.write_jsonl(pair.base_rows, folder / "base.jsonl")
-        runner.write_jsonl(pair.head_rows, folder / "patch.jsonl")
+        write_jsonl(pair.base_rows, folder / "base.jsonl")
+        write_jsonl(pair.head_rows, folder / "patch.jsonl")
 
     packet.write(out, fill)  # whole, sealed: never a mix of two runs
     decision = differential.decide(
-        differential.load_jsonl(out / "base.jsonl"), differential.load_jsonl(out / "patch.jsonl"),
+        runs.load_jsonl(out / "base.jsonl"), runs.load_jsonl(out / "patch.jsonl"),
         seeds, [p.id for p in cat.properties],
     )
     data = {"contract_hash": pair.contract_hash, "oracle_edited": list(edited), **decision.to_dict()}

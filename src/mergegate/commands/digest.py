@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mergegate.digest import fixture_digest
 from mergegate.errors import UsageError
+from mergegate.records.digest import fixture_digest
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from mergegate import gitio, textsafe
+from mergegate import textsafe
 from mergegate.errors import EXIT_NO, EXIT_OK
+from mergegate.git import core
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -13,9 +14,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mergegate import health
+    from mergegate.pipeline import health
 
-    findings = health.run_all(gitio.toplevel())
+    findings = health.run_all(core.toplevel())
     for f in findings:
         print(textsafe.line(f"{f.area:<9} {'ok' if f.ok else 'PROBLEM':<8} {f.what}"))
         if not f.ok and f.fix:

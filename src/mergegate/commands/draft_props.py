@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from mergegate import gitio, repo, textsafe
+from mergegate import textsafe
+from mergegate.git import core
+from mergegate.records import repo
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max_n is not None and args.max_n <= 0:
         raise UsageError("--max must be positive", "pass e.g. --max 5")
-    top = gitio.toplevel()
+    top = core.toplevel()
     policy = repo.trusted_policy(top)
     request = pipeline.Request(args.drafter, tuple(args.target), args.max_n, args.triage_timeout, args.wall_clock)
     report = pipeline.draft(top, policy, request, os.environ)

@@ -11,15 +11,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import re
-import sys
 from pathlib import Path
 
-from mergegate import gitio, ledger
 from mergegate.commands import _freeze_open
 from mergegate.commands._engine_out import emit_json, line, table
 from mergegate.errors import UsageError
-from mergegate.policy import Policy
+from mergegate.git import core
+from mergegate.records import ledger
+from mergegate.records.policy import Policy
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -38,10 +37,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _policy() -> Policy:
-    from mergegate import repo
+    from mergegate.records import repo
 
     try:
-        top = gitio.toplevel()
+        top = core.toplevel()
     except UsageError:
         return Policy()  # outside a repository (with --ledger): the defaults name the agent's environment
     try:
@@ -53,12 +52,12 @@ def _policy() -> Policy:
 def _ledger_path(args: argparse.Namespace, policy: Policy) -> Path:
     if args.ledger:
         return Path(args.ledger)
-    return gitio.toplevel() / policy.paths.ledger
+    return core.toplevel() / policy.paths.ledger
 
 
 def _lock(path: Path) -> Path:
     try:
-        return gitio.git_path("gate-ledger.lock", path.parent)
+        return core.git_path("gate-ledger.lock", path.parent)
     except Exception:  # not inside a repository: lock beside the file
         return path.with_name(f".{path.name}.lock")
 
@@ -113,7 +112,7 @@ def _lint(args: argparse.Namespace, led: ledger.Ledger, now: dt.datetime) -> int
 
 
 def _expire(path: Path, now: dt.datetime) -> int:
-    from mergegate import fsutil
+    from mergegate.records import fsutil
 
     with fsutil.locked(_lock(path)):
         led = ledger.load(path)
@@ -122,15 +121,6 @@ def _expire(path: Path, now: dt.datetime) -> int:
             ledger.save(led.without(gone), path)
     line("removed", gone)
     return 0
-
-
-def valid_id(text: str) -> bool:
-    return re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", text) is not None
-
-
-def refuse(message: str, fix: str) -> int:
-    print(f"gate freeze: refused: {message}; fix: {fix}", file=sys.stderr)
-    return 1
 
 
 def agent_env(policy: Policy) -> bool:

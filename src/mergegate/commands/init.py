@@ -6,8 +6,9 @@ import argparse
 from importlib import resources
 from pathlib import Path
 
-from mergegate import gitio, manifest, policy
-from mergegate.fsutil import work_area
+from mergegate.git import core
+from mergegate.records import manifest, policy
+from mergegate.records.fsutil import work_area
 
 ACTION = "mergegate/mergegate@v1"
 CI_FILES = {"github": (".github/workflows/gate.yml", "github-workflow.yml"),
@@ -48,7 +49,7 @@ def _create(path: Path, text: str, top: Path, report: list[str], written: list[s
 def run(args: argparse.Namespace) -> int:
     if args.ci:
         return _ci(args)
-    top = gitio.toplevel()
+    top = core.toplevel()
     report: list[str] = []
     written: list[str] = []
     _create(top / policy.POLICY_FILE, policy.DEFAULT_TEXT, top, report, written)
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _manifest(pol: policy.Policy, top: Path, report: list[str], written: list[str]) -> None:
     """Write the manifest if absent; re-sign it for the files this run made; say so if it still does not verify."""
-    from mergegate import oracle_manifest
+    from mergegate.records import oracle_manifest
 
     manifest_path = top / pol.paths.manifest
     if manifest_path.exists():
@@ -114,13 +115,13 @@ def _ci(args: argparse.Namespace) -> int:
 
     if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[A-Za-z0-9_./-]+)?@[A-Za-z0-9_./-]+", args.action):
         raise UsageError(f"--action {args.action!r} is not OWNER/REPO@REF", f"write e.g. --action {ACTION}")
-    top = gitio.toplevel()
+    top = core.toplevel()
     rel, template = CI_FILES[args.ci]
     report: list[str] = []
     written: list[str] = []
     _create(top / rel, _template(template).replace("{action}", args.action), top, report, written)
     if args.ci == "github" and written and (top / policy.POLICY_FILE).is_file():
-        from mergegate import oracle_manifest
+        from mergegate.records import oracle_manifest
 
         pol = policy.parse((top / policy.POLICY_FILE).read_bytes(), policy.POLICY_FILE)
         if oracle_manifest.resign_if_ours(pol, top, written)[0]:

@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from mergegate import gitio
+from mergegate.git import core
 from mergegate.hooks.installer import write_hook
 
 MARKER = "# installed by `gate install` (mergegate)"
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         target = pre_receive.install_pre_receive(Path(args.pre_receive), force=args.force, fmt=args.format)
         print(f"installed {target}")
         return 0
-    hooks_dir = gitio.git_path("hooks")
+    hooks_dir = core.git_path("hooks")
     target = hooks_dir / "pre-commit"
     write_hook(target, hook_script(sys.executable), MARKER, args.force,
                "use pre-commit (see README), merge the hooks by hand, or pass --force to replace it")

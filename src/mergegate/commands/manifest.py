@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from mergegate import gitio, manifest, repo
 from mergegate.errors import UsageError
+from mergegate.git import core
+from mergegate.records import manifest, repo
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    top = gitio.toplevel()
+    top = core.toplevel()
     if args.action == "sign":
         return _sign(args, top)
     return _verify(args, top)
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _sign(args: argparse.Namespace, top: object) -> int:
     if args.rev:
-        rev = gitio.must_resolve(args.rev, str(top))
+        rev = core.must_resolve(args.rev, str(top))
         pol = repo.load_policy(rev, str(top))
         changed = manifest.sign(rev, pol, str(top))
     else:
@@ -50,7 +51,7 @@ def _verify(args: argparse.Namespace, top: object) -> int:
         report = manifest.compare(recorded, manifest.worktree_rows(pol, str(top)))
         count = len(recorded)
     else:
-        rev = gitio.must_resolve(args.rev, str(top)) if args.rev else None
+        rev = core.must_resolve(args.rev, str(top)) if args.rev else None
         pol = repo.load_policy(rev, str(top))
         report = manifest.verify_at(rev, pol, str(top))
         count = len(manifest.recorded_at(rev, pol, str(top)) or [])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from mergegate import differential, fsutil, jsonio
 from mergegate.errors import EXIT_OK, UsageError
+from mergegate.records import fsutil, jsonio, runs
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     rows: dict[tuple[str, int], str] = {}
     for path in args.inputs:
-        parsed = differential.load_jsonl(path)  # validates every line, naming file:line
+        parsed = runs.load_jsonl(path)  # validates every line, naming file:line
         with open(path, encoding="utf-8") as handle:
             lines = [ln for _, ln in jsonio.lines(handle.read()) if ln.strip()]
         for row, line in zip(parsed, lines, strict=True):

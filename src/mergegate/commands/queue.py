@@ -8,8 +8,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mergegate import agents, gitio, repo, textsafe
+from mergegate import textsafe
 from mergegate.errors import EXIT_NO, UsageError
+from mergegate.git import blobs, core
+from mergegate.records import repo
+from mergegate.rules import agents
 
 if TYPE_CHECKING:
     from mergegate.drafter.queue import Meta
@@ -34,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    top = gitio.toplevel()
+    top = core.toplevel()
     action: str = args.action
     return int({"list": _list, "show": _show, "accept": _accept, "reject": _reject}[action](args, top))
 
@@ -65,7 +68,7 @@ def state(top: Path, meta: Meta) -> str:
     neither the index nor HEAD was discarded (a person dropped the staged change)."""
     if meta.status != "accepted" or not meta.installed_as:
         return meta.status
-    if gitio.file_at(None, meta.installed_as, top) is None and gitio.file_at("HEAD", meta.installed_as, top) is None:
+    if blobs.file_at(None, meta.installed_as, top) is None and blobs.file_at("HEAD", meta.installed_as, top) is None:
         return DISCARDED
     return meta.status
 
@@ -93,7 +96,7 @@ def _accept(args: argparse.Namespace, top: Path) -> int:
 
     root = top
     policy = repo.trusted_policy(root)
-    email = gitio.author_email(root)
+    email = core.author_email(root)
     if agents.is_agent(policy, os.environ, email):
         why = agents.agent_reason(policy, os.environ, email)
         print(f"gate queue: accept refused: this is an agent's environment ({why}); "
@@ -123,6 +126,6 @@ def _reject(args: argparse.Namespace, top: Path) -> int:
     if not reason:
         raise UsageError("--reason is empty", "say why, e.g. --reason 'asserts the bug'")
     root = top
-    done = queue.decide(root, args.id, "rejected", reason, gitio.author_email(root) or "unknown")
+    done = queue.decide(root, args.id, "rejected", reason, core.author_email(root) or "unknown")
     print(textsafe.line(f"rejected {done.id[:12]}: {reason}"))
     return 0

@@ -6,9 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from mergegate import gitio, repo, runner, textsafe
+from mergegate import textsafe
 from mergegate.errors import EXIT_NO, EXIT_OK, EXIT_USAGE, UsageError
-from mergegate.policy import Policy
+from mergegate.git import core
+from mergegate.records import repo
+from mergegate.records.policy import Policy
+from mergegate.runner.rows import Row, write_jsonl
+from mergegate.runner.schedule import for_every_seed, parse_shard, plan, run_tasks
+from mergegate.runner.specs import Spec, load_specs
+from mergegate.runner.trees import tree_info
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +40,7 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     return seeds
 
 
-def only(specs: list[runner.Spec], ids: list[str]) -> list[runner.Spec]:
+def only(specs: list[Spec], ids: list[str]) -> list[Spec]:
     """The specs named by ``--only`` (all without it); an unknown id is a usage error."""
     if not ids:
         return specs
@@ -45,43 +51,43 @@ def only(specs: list[runner.Spec], ids: list[str]) -> list[runner.Spec]:
 
 
 def run(args: argparse.Namespace) -> int:
-    trusted_rev = gitio.must_resolve(args.trusted or args.rev or "HEAD")
+    trusted_rev = core.must_resolve(args.trusted or args.rev or "HEAD")
     policy = repo.load_policy(trusted_rev)
-    _cat, specs = runner.load_specs(trusted_rev, policy)
+    _cat, specs = load_specs(trusted_rev, policy)
     specs = only(specs, args.only)
     seeds = parse_seeds(args.seeds) if args.seeds else policy.verdict.seeds
-    shard = runner.parse_shard(args.shard) if args.shard else None
-    pairs = runner.plan(specs, seeds, shard)
+    shard = parse_shard(args.shard) if args.shard else None
+    pairs = plan(specs, seeds, shard)
     from mergegate.runner import rows as rowlib
 
     if args.rev:
-        from mergegate import diffrun
+        from mergegate.pipeline import diffrun
 
-        rev = gitio.must_resolve(args.rev)
+        rev = core.must_resolve(args.rev)
         with diffrun.worktrees([rev]) as (tree_dir,):
             rows = _run(tree_dir, pairs, policy, args.jobs)
-        rows = rowlib.with_reproduce(runner.for_every_seed(rows, specs, seeds), rev=rev, trusted=trusted_rev)
+        rows = rowlib.with_reproduce(for_every_seed(rows, specs, seeds), rev=rev, trusted=trusted_rev)
     else:
         tree_dir = Path(args.tree)
         if not tree_dir.is_dir():
             raise UsageError(f"{args.tree}: no such directory", "pass a checked-out tree")
         rows = _run(tree_dir, pairs, policy, args.jobs)
-        rows = rowlib.with_reproduce(runner.for_every_seed(rows, specs, seeds), tree=args.tree,
+        rows = rowlib.with_reproduce(for_every_seed(rows, specs, seeds), tree=args.tree,
                                      trusted=args.trusted)
     if args.out:
-        runner.write_jsonl(rows, args.out)
+        write_jsonl(rows, args.out)
     return report(rows, args.out)
 
 
-def _run(tree_dir: Path, pairs: list[tuple[runner.Spec, int]], policy: Policy, jobs: int | None) -> list[runner.Row]:
-    from mergegate.progress import progress_bar
+def _run(tree_dir: Path, pairs: list[tuple[Spec, int]], policy: Policy, jobs: int | None) -> list[Row]:
+    from mergegate.pipeline.progress import progress_bar
 
-    tree = runner.tree_info(tree_dir, policy)
+    tree = tree_info(tree_dir, policy)
     with progress_bar() as progress:
-        return runner.run_tasks([(tree, spec, seed) for spec, seed in pairs], policy, jobs, progress)
+        return run_tasks([(tree, spec, seed) for spec, seed in pairs], policy, jobs, progress)
 
 
-def report(rows: list[runner.Row], out: str | None) -> int:
+def report(rows: list[Row], out: str | None) -> int:
     """One line per failing row on stderr (then Hypothesis's falsifying example), a summary on stdout;
     exit 2 if an oracle cannot load."""
     failed = [r for r in rows if r.status != "pass"]

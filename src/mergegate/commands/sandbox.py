@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 from mergegate.errors import UsageError
-from mergegate.policy import Drafter
+from mergegate.git import core
+from mergegate.records.policy import Drafter
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,9 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _drafter() -> Drafter:
     """The drafter section of the repository's trusted policy; the defaults outside a gated repository."""
     try:
-        from mergegate import gitio, repo
+        from mergegate.records import repo
 
-        return repo.trusted_policy(gitio.toplevel()).drafter
+        return repo.trusted_policy(core.toplevel()).drafter
     except UsageError:
         return Drafter()
 
@@ -57,19 +58,18 @@ def _build(args: argparse.Namespace) -> int:
     if args.if_missing:
         try:
             labels = client.images.get(tag).labels or {}
-            if labels.get(image_mod.FORMAT_LABEL) == image_mod.FORMAT:
+            if (labels.get(image_mod.FORMAT_LABEL) == image_mod.FORMAT
+                    and labels.get(image_mod.DOCKERFILE_LABEL) == image_mod.dockerfile_digest()):
                 print(f"image    {tag} present")
                 return 0
-            print(f"image    {tag} present but of an older format: rebuilding")
+            print(f"image    {tag} present but not built from this sandbox/Dockerfile: rebuilding")
         except ImageNotFound:
             pass
     started = time.monotonic()
     log: list[str] = []
     extra = list(_drafter().image_requirements)
     if args.project_deps:
-        from mergegate import gitio
-
-        extra += image_mod.project_dependencies(gitio.toplevel())
+        extra += image_mod.project_dependencies(core.toplevel())
     try:
         if args.base_image:
             image_mod.build_from_image(client, tag, args.base_image, log, extra)

@@ -11,9 +11,11 @@ import argparse
 import hashlib
 import os
 
-from mergegate import agents, catalog, gitio, ledger, manifest, repo, scorecard
 from mergegate.commands._engine_out import emit_json, line, table
 from mergegate.errors import ConfigError, UsageError
+from mergegate.git import blobs, core, diffs
+from mergegate.records import catalog, ledger, manifest, repo
+from mergegate.rules import agents, scorecard
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,13 +27,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ref = gitio.must_resolve(args.ref)
-    parent = gitio.resolve(f"{ref}^1")
+    ref = core.must_resolve(args.ref)
+    parent = core.resolve(f"{ref}^1")
     if parent is None:
         raise UsageError(f"{args.ref} has no parent: there is no trusted side to score against",
                          "score a later commit")
     policy = repo.load_policy(parent)
-    changed = [c.path for c in gitio.tree_changes(parent, ref)]
+    changed = [c.path for c in diffs.tree_changes(parent, ref)]
     now = ledger.utcnow()
     cat = catalog.load_at(parent, policy.paths.catalog)
     base_ledger = ledger.with_props(ledger.load_at(parent, policy.paths.ledger), cat.by_nodeid(), cat.by_id())
@@ -41,9 +43,9 @@ def run(args: argparse.Namespace) -> int:
             head_ledger = ledger.with_props(ledger.load_at(ref, policy.paths.ledger), cat.by_nodeid(), cat.by_id())
         except ConfigError:
             head_ledger = None  # the patch broke the ledger: scored as unreadable
-    author = gitio.out(["log", "-1", "--format=%ae", ref]).decode().strip()
+    author = core.out(["log", "-1", "--format=%ae", ref]).decode().strip()
     agent = agents.is_agent(policy, os.environ, author)
-    data = gitio.file_at(ref, policy.paths.manifest)
+    data = blobs.file_at(ref, policy.paths.manifest)
     if args.relied_on is not None:
         relied = tuple(args.relied_on)
     else:

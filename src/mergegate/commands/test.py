@@ -16,9 +16,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mergegate import gitio, repo
 from mergegate.errors import UsageError
-from mergegate.policy import Policy
+from mergegate.git import core
+from mergegate.records import repo
+from mergegate.records.policy import Policy
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    top = gitio.toplevel()
+    top = core.toplevel()
     extra = [a for a in args.pytest_args if a != "--"] if args.pytest_args else []
     if args.sealed:
         if extra:

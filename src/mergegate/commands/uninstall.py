@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mergegate import gitio
 from mergegate.commands.install import MARKER
 from mergegate.errors import UsageError
+from mergegate.git import core
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -31,12 +31,12 @@ def run(args: argparse.Namespace) -> int:
         bare = Path(args.pre_receive).absolute()
         if not bare.is_dir():
             raise UsageError(f"{bare}: not a git repository", "pass the bare repository given to gate install")
-        gitio.ensure_repo(bare)
-        print(remove_ours(gitio.git_path("hooks", bare) / "pre-receive", SERVER_MARKER))
+        core.ensure_repo(bare)
+        print(remove_ours(core.git_path("hooks", bare) / "pre-receive", SERVER_MARKER))
         return 0
-    gitio.ensure_repo()
-    print(remove_ours(gitio.git_path("hooks") / "pre-commit", MARKER))
-    config = gitio.toplevel() / ".pre-commit-config.yaml"
+    core.ensure_repo()
+    print(remove_ours(core.git_path("hooks") / "pre-commit", MARKER))
+    config = core.toplevel() / ".pre-commit-config.yaml"
     if "gate hook" in _text(config) or "id: gate-" in _text(config):
         print("pre-commit runs mergegate's hooks from .pre-commit-config.yaml: remove their entries there "
               "(a policy file: an oracle-only commit), or `pre-commit uninstall` to drop pre-commit itself")

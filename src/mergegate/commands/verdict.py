@@ -15,10 +15,11 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from mergegate import differential as diff
-from mergegate import jsonio, ledger, packet, unified, verdicts
 from mergegate.commands._engine_out import emit_json, line, table
 from mergegate.errors import ConfigError, UsageError
+from mergegate.records import jsonio, ledger, packet, runs
+from mergegate.rules import differential as diff
+from mergegate.rules import unified, verdicts
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +63,7 @@ def _id_list(path: Path | None, key: str) -> tuple[str, ...] | None:
     if path is None:
         return None
     if path.suffix in (".yaml", ".yml"):
-        from mergegate import catalog
+        from mergegate.records import catalog
 
         return catalog.parse_claimed(path.read_bytes(), str(path))
     data = _json_file(path)
@@ -77,7 +78,7 @@ def _id_list(path: Path | None, key: str) -> tuple[str, ...] | None:
 def _catalog(directory: str | None) -> Any:
     if directory is None:
         return None
-    from mergegate import catalog
+    from mergegate.records import catalog
 
     root = Path(directory)
     if not root.is_dir():
@@ -91,7 +92,7 @@ def _digest(raw: dict[str, Any], which: str, rows: list[diff.Row], evidence: str
     if found:
         return found
     if evidence and (Path(evidence) / "fixture.digest").is_file():
-        return diff.parse_digest_file((Path(evidence) / "fixture.digest").read_text()).get(which)
+        return runs.parse_digest_file((Path(evidence) / "fixture.digest").read_text()).get(which)
     digests = {r.fixture_digest for r in rows}
     return digests.pop() if len(digests) == 1 else None  # rows that disagree give no digest: freezes void
 
@@ -104,7 +105,7 @@ def _split_paths(path: Path | None) -> tuple[str, ...]:
     split = data.get("split") if isinstance(data, dict) else None
     if not isinstance(split, dict):
         return ()
-    from mergegate.policy import CLASSES
+    from mergegate.records.policy import CLASSES
 
     return tuple(sorted({p for c in CLASSES for p in split.get(c) or () if isinstance(p, str)}))
 
@@ -146,13 +147,13 @@ def run(args: argparse.Namespace) -> int:
     contract_path = _path(args.contract, ev, "contract.json")
     if contract_path is None:
         raise UsageError("no contract", "pass --contract FILE or --evidence DIR")
-    contract = diff.load_contract(contract_path)
+    contract = runs.load_contract(contract_path)
     raw = dict(contract.raw)
     head_path, base_path = _path(args.runs, ev, "patch.jsonl"), _path(args.base_runs, ev, "base.jsonl")
     if head_path is None or base_path is None:
         raise UsageError("no run files", "pass --runs and --base-runs, or --evidence DIR")
-    head_rows = diff.load_jsonl(head_path, contract.seeds)
-    base_rows = diff.load_jsonl(base_path, contract.seeds)
+    head_rows = runs.load_jsonl(head_path, contract.seeds)
+    base_rows = runs.load_jsonl(base_path, contract.seeds)
     now = when(args.now)
     led = _ledger(args.ledger)
     cat = _catalog(args.catalog)

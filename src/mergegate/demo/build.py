@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
-from mergegate import manifest, repo
 from mergegate.errors import InternalError
+from mergegate.records import manifest, repo
 
 HUMAN = {"GIT_AUTHOR_NAME": "Pat Person", "GIT_AUTHOR_EMAIL": "pat@example.com",
          "GIT_COMMITTER_NAME": "Pat Person", "GIT_COMMITTER_EMAIL": "pat@example.com"}

@@ -11,11 +11,12 @@ import json
 import re
 from pathlib import Path
 
-from mergegate import catalog, fsutil, gitio, manifest
 from mergegate.drafter import journal, stage
 from mergegate.drafter.queue import Meta
 from mergegate.errors import UsageError
-from mergegate.policy import GUARDED, ORACLE, Policy
+from mergegate.git import core, diffs
+from mergegate.records import catalog, fsutil, manifest
+from mergegate.records.policy import GUARDED, ORACLE, Policy
 
 
 def oracle_dir(policy: Policy) -> str:
@@ -63,7 +64,7 @@ def claimed_text(old: bytes, ids: list[str], source: str) -> bytes:
 
 def check_index(policy: Policy, top: Path) -> None:
     """Refuse when something other than oracle paths is already staged (no mixed commit)."""
-    other = [c.path for c in gitio.staged_changes(top) if policy.classify(c.path) not in GUARDED]
+    other = [c.path for c in diffs.staged_changes(top) if policy.classify(c.path) not in GUARDED]
     if other:
         raise UsageError(f"the index already holds non-oracle changes ({other[0]}, ...)",
                          "commit or unstage them first: an accepted candidate is an oracle-only commit")
@@ -82,7 +83,7 @@ def install(top: Path, policy: Policy, meta: Meta, code: bytes, entry_dir: Path 
         journal.begin(top, entry_dir, [*files, policy.paths.manifest])
     for path, (data, mode) in files.items():
         fsutil.atomic_write(top / path, data, mode=mode)
-    gitio.out(["add", "--", *(f":(literal,top){p}" for p in files)], top)
+    core.out(["add", "--", *(f":(literal,top){p}" for p in files)], top)
     manifest.sign_staged(policy, top)
     return rel
 

@@ -17,7 +17,7 @@ from mergegate.drafter import modes
 from mergegate.drafter.channel import Channel, config_from
 from mergegate.drafter.surface import Api
 from mergegate.errors import UsageError
-from mergegate.policy import Drafter
+from mergegate.records.policy import Drafter
 
 SYSTEM_PROMPT = (
     "You write Hypothesis property-based tests in Python. Reply with one Python code block only. "

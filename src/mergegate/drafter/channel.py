@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mergegate.errors import InternalError, UsageError
-from mergegate.policy import Drafter
+from mergegate.records.policy import Drafter
 
 ENV_BASE_URL = "GATE_DRAFTER_BASE_URL"
 ENV_MODEL = "GATE_DRAFTER_MODEL"

@@ -13,9 +13,10 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from mergegate import gitio
 from mergegate.errors import UsageError
-from mergegate.policy import GUARDED, Policy
+from mergegate.git import blobs as git_blobs
+from mergegate.git import core
+from mergegate.records.policy import GUARDED, Policy
 
 NAME_MAX = 255
 
@@ -73,7 +74,7 @@ def write_tree(dest: Path, files: Iterable[tuple[str, str, bytes]]) -> int:
     for path, mode, data in files:
         parts = path.split("/")
         target = _mkdirs(dest, parts[:-1], made) / parts[-1]
-        if mode == gitio.SYMLINK_MODE:
+        if mode == git_blobs.SYMLINK_MODE:
             os.symlink(os.fsdecode(data), target)
         else:
             perm = 0o555 if mode == "100755" else 0o444
@@ -93,14 +94,14 @@ def export_head(policy: Policy, dest: Path, cwd: str | Path | None = None) -> in
     A filtered copy rather than the work tree: triage runs against HEAD, and the
     oracle tree, fixtures, catalog, manifest, ledger and policy are simply absent.
     """
-    head = gitio.head(cwd)
+    head = core.head(cwd)
     if head is None:
         raise UsageError("the repository has no commit yet", "commit the production code first")
-    everything = gitio.ls_tree(head, cwd)
+    everything = git_blobs.ls_tree(head, cwd)
     bad = check_paths(e.path for e in everything)
     if bad is not None:
         raise UsageError(f"HEAD's tree holds the path {bad[0]!r}, which {bad[1]}; nothing was exported",
                          "rewrite the commit without it (git itself never writes such a tree)")
     entries = [e for e in everything if not e.is_submodule and policy.classify(e.path) not in GUARDED]
-    blobs = dict(gitio.read_blobs((e.sha for e in entries), cwd))
+    blobs = dict(git_blobs.read_blobs((e.sha for e in entries), cwd))
     return write_tree(dest, ((e.path, e.mode, blobs[e.sha]) for e in entries))

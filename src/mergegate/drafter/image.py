@@ -6,23 +6,26 @@ Three sources for the root filesystem, all offline once cached:
 - ``--rootfs DIR``: an existing root filesystem directory;
 - ``--base-image IMAGE``: an image already in the local engine (never pulled).
 
-The Python packages (hypothesis at the host's version, black for the ghostwriter)
-come from a local wheelhouse filled once by ``pip download`` and installed with
-``pip --no-index``.  Bookworm's python3 is 3.11, like the host.
+Each is a base image for ``sandbox/Dockerfile`` (shipped in the package as
+``drafter/files/Dockerfile``), built with no network and no pull: the one definition of the
+image.  The Python packages (hypothesis at the host's version, black for the ghostwriter)
+come from a local wheelhouse filled once by ``pip download``, installed with
+``pip --no-index`` into the build context.  Bookworm's python3 is 3.11, like the host.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import tarfile
 import tempfile
 from collections.abc import Iterable, Sequence
+from importlib import resources
 from pathlib import Path
 
 from mergegate.drafter.options import SANDBOX_UID
@@ -30,12 +33,10 @@ from mergegate.errors import InternalError, UsageError
 
 SUITE = "bookworm"
 SITE = "usr/local/lib/python3.11/dist-packages"
-MOUNT_POINTS = ("repo", "staging", "job", "relay", "opt/gate", "out")
-FORMAT = "2"  # 2: no setuid or setgid file, /out mount point, project requirements
-FORMAT_LABEL = "mergegate.sandbox.format"
-CHANGES = (f"USER {SANDBOX_UID}:{SANDBOX_UID}", "WORKDIR /tmp", "ENV LANG=C.UTF-8",
-           "LABEL mergegate.sandbox.image=1", f"LABEL {FORMAT_LABEL}={FORMAT}")
-STRIP_SETID = r"find / -xdev -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} +"
+FORMAT = "3"  # 3: built from sandbox/Dockerfile; 2: no setuid or setgid file, /out mount point, project requirements
+FORMAT_LABEL = "mergegate.sandbox.format"  # set by the Dockerfile's LABEL (a test keeps the two equal)
+DOCKERFILE_LABEL = "mergegate.sandbox.dockerfile"  # the digest of the Dockerfile that built the image
+BASE_REPOSITORY = "mergegate-sandbox-base"
 
 
 def cache_dir() -> Path:
@@ -81,11 +82,6 @@ def mirror_from_sources(texts: Iterable[str], suite: str = SUITE) -> str | None:
                     if len(parts) >= 2 and parts[1] == suite:
                         return parts[0]
     return None
-
-
-def passwd_lines(uid: int = SANDBOX_UID) -> tuple[str, str]:
-    """The sandbox user's /etc/passwd and /etc/group lines (home in the tmpfs)."""
-    return (f"gate:x:{uid}:{uid}:mergegate sandbox:/tmp/home:/usr/sbin/nologin\n", f"gate:x:{uid}:\n")
 
 
 def _apt_sources() -> list[str]:
@@ -153,44 +149,42 @@ def install_site(wheels: Path, target: Path, extra: Sequence[str] = ()) -> None:
           "--target", str(target), *requirements(extra)], "pip install")
 
 
-def strip_setid(root: Path) -> list[str]:
-    """Clear every setuid and setgid bit under ``root`` (links never followed); the paths changed."""
-    changed = []
-    for here, _dirs, files in os.walk(root):
-        for name in files:
-            path = os.path.join(here, name)
-            mode = os.lstat(path).st_mode
-            if stat.S_ISREG(mode) and mode & (stat.S_ISUID | stat.S_ISGID):
-                os.chmod(path, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
-                changed.append(os.path.relpath(path, root))
-    return sorted(changed)
+def dockerfile() -> str:
+    """``sandbox/Dockerfile`` of the repository (shipped in the package as ``drafter/files/Dockerfile``)."""
+    return resources.files("mergegate.drafter").joinpath("files/Dockerfile").read_text()
 
 
-def finish_rootfs(root: Path, wheels: Path, extra: Sequence[str] = ()) -> None:
-    """Add the sandbox user, the mount points and the Python packages; strip setuid and setgid bits."""
-    passwd, group = passwd_lines()
-    with open(root / "etc/passwd", "a") as handle:
-        handle.write(passwd)
-    with open(root / "etc/group", "a") as handle:
-        handle.write(group)
-    for point in MOUNT_POINTS:
-        (root / point).mkdir(parents=True, exist_ok=True)
-    install_site(wheels, root / SITE, extra)
-    strip_setid(root)
+def dockerfile_digest() -> str:
+    """The first 12 hex digits of the Dockerfile's SHA-256: the label that says which file built an image."""
+    return hashlib.sha256(dockerfile().encode()).hexdigest()[:12]
 
 
-def import_tree(client: object, root: Path, image: str) -> None:
-    """``tar -C root -c . | docker import`` through the SDK."""
-    repo, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "latest")
+def import_base(client: object, root: Path, log: list[str]) -> str:
+    """``tar -C root -c . | docker import`` as a local base image (no changes: the Dockerfile makes them)."""
+    tag = f"{BASE_REPOSITORY}:{_tree_id(root)}"
     with tempfile.NamedTemporaryFile(dir=cache_dir(), suffix=".tar") as tmp:
         _run(["tar", "-C", str(root), "-cf", tmp.name, "."], "tar")
-        client.api.import_image_from_file(tmp.name, repository=repo, tag=tag or "latest",  # type: ignore[attr-defined]
-                                          changes=list(CHANGES))
+        client.api.import_image_from_file(tmp.name, repository=BASE_REPOSITORY,  # type: ignore[attr-defined]
+                                          tag=tag.rpartition(":")[2])
+    log.append(f"base     {tag} imported")
+    return tag
+
+
+def _tree_id(root: Path) -> str:
+    digest = hashlib.sha256()
+    for here, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(here, name)
+            st = os.lstat(path)
+            digest.update(f"{os.path.relpath(path, root)}\0{st.st_mode}\0{st.st_size}\0{int(st.st_mtime)}\n".encode())
+    return digest.hexdigest()[:16]
 
 
 def build_from_rootfs(client: object, image: str, rootfs: Path | None, log: list[str],
                       extra: Sequence[str] = ()) -> None:
-    wheels = wheelhouse(log, extra)
+    """Import the root filesystem (the cached debootstrap tree, or ``rootfs``) as a base; build the Dockerfile."""
+    cache_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="image.") as tmp:
         root = Path(tmp) / "root"
         if rootfs is None:
@@ -200,13 +194,12 @@ def build_from_rootfs(client: object, image: str, rootfs: Path | None, log: list
             if not (rootfs / "usr/bin/python3").exists():
                 raise UsageError(f"{rootfs} has no usr/bin/python3", "pass a root filesystem with Python 3.11")
             _run(["cp", "-a", f"{rootfs}/.", str(root)], "copy of the root filesystem")
-        finish_rootfs(root, wheels, extra)
-        import_tree(client, root, image)
-    log.append(f"image    {image} imported")
+        base = import_base(client, root, log)
+    build_from_image(client, image, base, log, extra)
 
 
 def build_from_image(client: object, image: str, base: str, log: list[str], extra: Sequence[str] = ()) -> None:
-    """``FROM base`` plus the site packages and the user, built with no network and no pull."""
+    """``sandbox/Dockerfile`` on ``base`` with the site packages as context: no network, no pull."""
     from docker.errors import BuildError, ImageNotFound
 
     try:
@@ -215,27 +208,19 @@ def build_from_image(client: object, image: str, base: str, log: list[str], extr
         raise UsageError(f"base image {base} is not in the local engine",
                          "load it first (docker load), or pass --rootfs DIR; nothing is pulled") from None
     wheels = wheelhouse(log, extra)
-    passwd, group = passwd_lines()
     with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="ctx.") as tmp:
         ctx = Path(tmp)
         install_site(wheels, ctx / "site", extra)
-        dockerfile = "\n".join([
-            f"FROM {base}",
-            "USER 0",
-            f"COPY site /{SITE}",
-            f"RUN (grep -q '^gate:' /etc/passwd || printf '%s\\n' '{passwd.strip()}' >> /etc/passwd)"
-            f" && (grep -q '^gate:' /etc/group || printf '%s\\n' '{group.strip()}' >> /etc/group)"
-            f" && mkdir -p {' '.join('/' + p for p in MOUNT_POINTS)} && {STRIP_SETID}",
-            *CHANGES,
-        ]) + "\n"
-        (ctx / "Dockerfile").write_text(dockerfile)
+        (ctx / "Dockerfile").write_text(dockerfile())
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             tar.add(str(ctx), arcname=".")
         buf.seek(0)
         try:
             client.images.build(fileobj=buf, custom_context=True, tag=image, pull=False,  # type: ignore[attr-defined]
-                                network_mode="none", rm=True, forcerm=True)
+                                network_mode="none", rm=True, forcerm=True,
+                                buildargs={"BASE": base, "SANDBOX_UID": str(SANDBOX_UID)},
+                                labels={DOCKERFILE_LABEL: dockerfile_digest()})
         except BuildError as exc:
             raise InternalError(f"docker build failed: {exc.msg}") from None
-    log.append(f"image    {image} built from {base}")
+    log.append(f"image    {image} built from sandbox/Dockerfile on {base}")

@@ -19,7 +19,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from mergegate import fsutil, gitio
+from mergegate.git import core
+from mergegate.records import fsutil
 
 JOURNAL = "accept.journal"
 
@@ -44,7 +45,7 @@ def rollback(top: Path, entry_dir: Path) -> None:
     data = json.loads((entry_dir / JOURNAL).read_bytes())
     paths: dict[str, Any] = data["paths"]
     records = []
-    zero = "0" * (64 if gitio.object_format(top) == "sha256" else 40)
+    zero = "0" * (64 if core.object_format(top) == "sha256" else 40)
     for rel, state in paths.items():
         path = top / rel
         if state["data"] is None:
@@ -54,7 +55,7 @@ def rollback(top: Path, entry_dir: Path) -> None:
             fsutil.atomic_write(path, base64.b64decode(state["data"]), mode=state["mode"])
         index = state["index"]
         records.append(f"{index}\t{rel}" if index else f"0 {zero}\t{rel}")
-    gitio.run(["update-index", "-z", "--index-info"], top, stdin="".join(r + "\0" for r in records).encode())
+    core.run(["update-index", "-z", "--index-info"], top, stdin="".join(r + "\0" for r in records).encode())
     finish(entry_dir)
 
 
@@ -64,7 +65,7 @@ def _state(top: Path, rel: str) -> dict[str, Any]:
     if path.is_file() and not path.is_symlink():
         data = base64.b64encode(path.read_bytes()).decode()
         mode = stat.S_IMODE(path.stat().st_mode)
-    listed = gitio.out(["ls-files", "-s", "-z", "--", f":(literal,top){rel}"], top).split(b"\0")[0]
+    listed = core.out(["ls-files", "-s", "-z", "--", f":(literal,top){rel}"], top).split(b"\0")[0]
     index = None
     if listed:
         meta = listed.split(b"\t", 1)[0].decode().split(" ")

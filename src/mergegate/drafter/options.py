@@ -74,8 +74,9 @@ def mounts(paths: Mounts) -> list[dict[str, Any]]:
 
 @functools.cache
 def seccomp_profile() -> str:
-    """Our seccomp profile (``seccomp.json`` in this package), compact, as the Engine API takes it."""
-    text = resources.files("mergegate.drafter").joinpath("seccomp.json").read_text()
+    """Our seccomp profile (``sandbox/seccomp.json``, in the package as ``drafter/files/seccomp.json``), compact,
+    as the Engine API takes it."""
+    text = resources.files("mergegate.drafter").joinpath("files/seccomp.json").read_text()
     return json.dumps(json.loads(text), separators=(",", ":"))
 
 

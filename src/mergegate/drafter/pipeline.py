@@ -16,13 +16,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mergegate import gitio
 from mergegate.drafter import backends, export, relay, sandbox, stage, surface
 from mergegate.drafter.channel import InfraError
 from mergegate.drafter.options import Limits, Mounts
 from mergegate.drafter.queue import Meta, now, put
 from mergegate.errors import InternalError, UsageError
-from mergegate.policy import Policy
+from mergegate.git import core
+from mergegate.records.policy import Policy
 
 DRAFT_S = 60.0
 
@@ -132,7 +132,7 @@ def draft(top: Path, policy: Policy, request: Request, environ: Mapping[str, str
     """Draft, triage and queue candidates for the chosen public APIs."""
     started = time.monotonic()
     backend = backends.make(request.drafter or policy.drafter.backend, policy.drafter, environ)
-    head = gitio.head(top)
+    head = core.head(top)
     if head is None:
         raise UsageError("the repository has no commit yet", "commit the production code first")
     apis = surface.select(surface.surface_at(head, policy, top), request.targets,

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mergegate import fsutil
 from mergegate.errors import EXIT_INTERNAL, ConfigError, UsageError
+from mergegate.records import fsutil
 
 
 class TamperedError(ConfigError):
@@ -95,7 +95,7 @@ def put(top: Path, code: bytes, meta: Meta) -> bool:
 def _read_meta(path: Path) -> Meta:
     source = str(path)
     fix = "remove the entry directory; the drafter can make it again"
-    from mergegate import jsonio
+    from mergegate.records import jsonio
 
     raw = jsonio.loads(path.read_bytes(), source, fix=fix)
     try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mergegate.errors import UsageError
-from mergegate.policy import PRODUCTION, Policy
+from mergegate.records.policy import PRODUCTION, Policy
 
 SOURCE_MAX = 4000
 IMPORT_ROOTS = ("src/", "")  # the container puts /repo/src then /repo on sys.path
@@ -109,12 +109,12 @@ def surface(files: Mapping[str, bytes], policy: Policy) -> list[Api]:
 
 def surface_at(rev: str, policy: Policy, cwd: str | Path | None = None) -> list[Api]:
     """The public API of the production code at ``rev``, from git blobs."""
-    from mergegate import gitio
+    from mergegate.git import blobs as git_blobs
 
-    entries = [e for e in gitio.ls_tree(rev, cwd)
+    entries = [e for e in git_blobs.ls_tree(rev, cwd)
                if e.path.endswith(".py") and not e.is_symlink and not e.is_submodule
                and policy.classify(e.path) == PRODUCTION]
-    blobs = dict(gitio.read_blobs((e.sha for e in entries), cwd))
+    blobs = dict(git_blobs.read_blobs((e.sha for e in entries), cwd))
     return surface({e.path: blobs[e.sha] for e in entries}, policy)
 
 

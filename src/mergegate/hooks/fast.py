@@ -100,7 +100,7 @@ def _accept() -> bool:
     stamp = os.path.join(cache, STAMP)
     if _read(stamp) == key:
         return True
-    from mergegate import pathclass  # only now: the stamp hit above needs no classifier
+    from mergegate.rules import pathclass
 
     paths = _load(_read(os.path.join(cache, POLICY_CACHE)), policy_blob)
     if not paths:

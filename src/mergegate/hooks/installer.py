@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mergegate.errors import UsageError
-from mergegate.fsutil import atomic_write
+from mergegate.records.fsutil import atomic_write
 
 
 def write_hook(path: Path, text: str, marker: str, force: bool, fix: str) -> None:

@@ -14,10 +14,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mergegate import agents, gitio, manifest, repo
+from mergegate.git import blobs as git_blobs
+from mergegate.git import core, diffs
 from mergegate.hooks import fast
-from mergegate.policy import Policy
-from mergegate.split import Split, split
+from mergegate.records import manifest, repo
+from mergegate.records.policy import Policy
+from mergegate.rules import agents
+from mergegate.rules.split import Split, split
 
 
 @dataclass(frozen=True)
@@ -36,15 +39,15 @@ class Outcome:
 
 
 def gather(cwd: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Context:
-    top = gitio.toplevel(cwd)
+    top = core.toplevel(cwd)
     pol = repo.trusted_policy(top)
-    changes = gitio.staged_commit_changes(top)
+    changes = diffs.staged_commit_changes(top)
     return Context(top, pol, split(changes, pol), environ if environ is not None else os.environ)
 
 
 def _remember(ctx: Context, verified: bool) -> None:
     """Feed the fast path: HEAD's policy paths, and HEAD's tree when its manifest verified."""
-    proc = gitio.run(["rev-parse", "--git-path", "mergegate", "HEAD^{tree}", "HEAD:gate.yaml"], ctx.top, check=False)
+    proc = core.run(["rev-parse", "--git-path", "mergegate", "HEAD^{tree}", "HEAD:gate.yaml"], ctx.top, check=False)
     lines = os.fsdecode(proc.stdout).split("\n")
     if proc.returncode != 0 or len(lines) < 3:
         return
@@ -95,7 +98,7 @@ def manifest_hook(ctx: Context) -> Outcome:
                            "(gate catalog status lists them)")
     if ctx.split.guarded and not ctx.split.production:
         expected = manifest.expected_at(None, index_policy, ctx.top)
-        if gitio.file_at(None, mpath, ctx.top) == expected:
+        if git_blobs.file_at(None, mpath, ctx.top) == expected:
             return Outcome(name, True)
         manifest.sign(None, index_policy, ctx.top)
         return Outcome(name, False, f"gate-manifest: {mpath} re-signed, stage it: git add {shlex.quote(mpath)}")
@@ -115,24 +118,25 @@ def manifest_hook(ctx: Context) -> Outcome:
 
 def catalog_problems(policy: Policy, top: Path) -> list[str]:
     """Catalog entries in the index whose node id names no test in the index's oracle file."""
-    from mergegate import adopt, catalog
     from mergegate.errors import ConfigError
+    from mergegate.pipeline import adopt
+    from mergegate.records import catalog
 
     try:
         cat = catalog.load_at(None, policy.paths.catalog, str(top))
     except ConfigError as exc:
         return [exc.render()]
-    entries = {e.path: e for e in gitio.ls_index(top)}
+    entries = {e.path: e for e in git_blobs.ls_index(top)}
     wanted = {p.oracle_file for p in cat.properties} | {p.source for p in cat.properties}
     shas = {path: entries[path].sha for path in wanted if path in entries}
-    blobs = dict(gitio.read_blobs(shas.values(), top))
+    blobs = dict(git_blobs.read_blobs(shas.values(), top))
     files = {path: blobs[sha] for path, sha in shas.items()}
     return [str(p) for p in adopt.unresolved(cat, files, adopt.entry_line(files))]
 
 
 def guard(ctx: Context) -> Outcome:
     """An agent's commit may not touch any guarded path, the ledger included."""
-    email = gitio.author_email(ctx.top)
+    email = core.author_email(ctx.top)
     if not agents.is_agent(ctx.policy, ctx.environ, email) or not ctx.split.guarded:
         return Outcome("gate-guard", True)
     why = agents.agent_reason(ctx.policy, ctx.environ, email)

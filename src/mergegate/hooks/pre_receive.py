@@ -21,13 +21,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mergegate import agents, gitio, merges, policy, pushlog
 from mergegate.errors import UsageError
+from mergegate.git import blobs, core, diffs, history, merges, pushlog
 from mergegate.hooks import push_manifest, server_state, trusted
 from mergegate.hooks.installer import write_hook
 from mergegate.hooks.receive_rules import NOT_A_COMMIT, CommitFacts, Refusal, judge_commit, judge_ref, short
-from mergegate.manifest import Report
-from mergegate.split import Split, split_paths
+from mergegate.records import policy
+from mergegate.records.manifest import Report
+from mergegate.rules import agents
+from mergegate.rules.split import Split, split_paths
 
 # Where servers put the pusher's login: ours, GitLab, GitHub Enterprise, Gitea.
 PUSHER_VARS = ("GATE_PUSHER", "GL_USERNAME", "GITHUB_USER_LOGIN", "GITEA_PUSHER_NAME")
@@ -104,7 +106,7 @@ def identity_warning(pol: policy.Policy) -> str:
 
 
 def _check_hash(updates: list[pushlog.RefUpdate], cwd: str | Path | None) -> None:
-    want = {"sha1": 40, "sha256": 64}.get(gitio.object_format(cwd))
+    want = {"sha1": 40, "sha256": 64}.get(core.object_format(cwd))
     if want is not None and len(updates[0].old) != want:
         raise UsageError(f"stdin ids have {len(updates[0].old)} digits; this repository uses {want}",
                          pushlog.FIX_STDIN)
@@ -114,10 +116,10 @@ def _resolve(updates: list[pushlog.RefUpdate], cwd: str | Path | None
              ) -> tuple[list[Target], list[Refusal]]:
     names = [n for u in updates for oid in (u.old, u.new) if not pushlog.is_zero(oid)
              for n in (oid, oid + "^{commit}")]
-    default_ref = gitio.symbolic_head(cwd)
+    default_ref = core.symbolic_head(cwd)
     if default_ref:
         names.append(default_ref + "^{commit}")
-    found = gitio.batch_check(names, cwd)
+    found = blobs.batch_check(names, cwd)
     default = found.get(f"{default_ref}^{{commit}}") if default_ref else None
     targets: list[Target] = []
     refusals: list[Refusal] = []
@@ -160,7 +162,7 @@ def _judge_group(side: trusted.Side, group: list[Target], cwd: str | Path | None
     for t in group:
         ff = None
         if pusher_agent and t.old_commit and t.new_commit:
-            ff = gitio.is_ancestor(t.old_commit, t.new_commit, cwd)
+            ff = core.is_ancestor(t.old_commit, t.new_commit, cwd)
         refusals += judge_ref(t.update.ref, t.update.deleted, ff, pusher_agent, pol.server.agent_force_push)
     tips = [t.new_commit for t in group if t.new_commit]
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -192,7 +194,7 @@ class _Walk:
     """The new commits of one group, and what the rules need of those touching a guarded path."""
 
     splitter: Splitter
-    commits: list[gitio.LoggedCommit] = field(default_factory=list)
+    commits: list[history.LoggedCommit] = field(default_factory=list)
     splits: dict[str, Split] = field(default_factory=dict)  # no rule bites a commit not in here
     agents: dict[str, str] = field(default_factory=dict)
     doubtful: list[merges.Merge] = field(default_factory=list)  # merges to judge by their own changes
@@ -207,7 +209,7 @@ def _walk(pol: policy.Policy, env: Mapping[str, str], who: tuple[str, ...], tips
     brought; the first such merge starts the one ``rev-list --parents`` all of them need.
     """
     walk = _Walk(Splitter(pol))
-    for c in gitio.iter_new_commits(tips, cwd):
+    for c in history.iter_new_commits(tips, cwd):
         walk.commits.append(c)
         if not walk.splitter.touches_guarded(c.changes):
             continue
@@ -267,10 +269,10 @@ class Splitter:
             cls = self.memo[path] = self.policy.classify(path)
         return cls
 
-    def touches_guarded(self, changes: Iterable[gitio.Change]) -> bool:
+    def touches_guarded(self, changes: Iterable[diffs.Change]) -> bool:
         return any(self.classify(c.path) in policy.GUARDED for c in changes)
 
-    def split(self, changes: Iterable[gitio.Change]) -> Split:
+    def split(self, changes: Iterable[diffs.Change]) -> Split:
         return split_paths((c.path for c in changes), self.policy, self.classify)
 
 
@@ -279,7 +281,7 @@ def _verify_signatures(side: trusted.Side, shas: list[str], cwd: str | Path | No
     with tempfile.TemporaryDirectory(prefix="gate-signers-") as tmp:
         path = Path(tmp) / "allowed_signers"
         path.write_bytes(side.signers or b"")
-        return gitio.verify_commits(shas, path, cwd)
+        return history.verify_commits(shas, path, cwd)
 
 
 # ---------------------------------------------------------------- install
@@ -299,15 +301,15 @@ def install_pre_receive(bare_repo: Path, force: bool = False, fmt: str = "plain"
     if fmt not in ("plain", "gitlab"):
         raise UsageError(f"unknown format {fmt!r}", "use plain or gitlab")
     bare = Path(bare_repo).absolute()
-    if not bare.is_dir():  # checked here: gitio.run would blame a missing git for a missing cwd
+    if not bare.is_dir():  # checked here: core.run would blame a missing git for a missing cwd
         raise UsageError(f"{bare}: not a git repository", "pass a bare repository (git init --bare)")
-    proc = gitio.run(["rev-parse", "--is-bare-repository"], bare, check=False)
+    proc = core.run(["rev-parse", "--is-bare-repository"], bare, check=False)
     if proc.returncode != 0:
         raise UsageError(f"{bare}: not a git repository", "pass a bare repository (git init --bare)")
     if proc.stdout.strip() != b"true":
         raise UsageError(f"{bare}: not a bare repository",
                          "pass the server's bare repository; for a work tree use `gate install`")
-    hook = gitio.git_path("hooks", bare) / "pre-receive"
+    hook = core.git_path("hooks", bare) / "pre-receive"
     write_hook(hook, hook_script(sys.executable, fmt), MARKER, force,
                "chain it by hand (docs/server.md), or pass --force to replace it")
     return hook

@@ -14,10 +14,12 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from mergegate import gitio, manifest
 from mergegate.errors import GateError
-from mergegate.gitio import GITLINK_MODE, SYMLINK_MODE, LoggedCommit
-from mergegate.policy import MANIFEST, POLICY_FILE, SIGNED, Policy
+from mergegate.git import blobs
+from mergegate.git.blobs import GITLINK_MODE, SYMLINK_MODE
+from mergegate.git.history import LoggedCommit
+from mergegate.records import manifest
+from mergegate.records.policy import MANIFEST, POLICY_FILE, SIGNED, Policy
 
 Files = dict[str, tuple[str, str]]  # path -> (mode, blob id): the signed files plus the manifest
 _DELETED = "000000"
@@ -42,7 +44,7 @@ class SignedTrees:
     def _listed(self, commit: str) -> Files:
         if commit not in self._boundary:
             self._boundary[commit] = {
-                e.path: (e.mode, e.sha) for e in gitio.ls_tree(commit, self.cwd) if self.tracked(e.path)
+                e.path: (e.mode, e.sha) for e in blobs.ls_tree(commit, self.cwd) if self.tracked(e.path)
             }
         return self._boundary[commit]
 
@@ -130,7 +132,7 @@ def verify(trees: SignedTrees, shas: list[str], trusted_policy_blob: str | None
             reports[sha] = manifest.Report()
         else:
             suspects[sha] = blob
-    texts = dict(gitio.read_blobs(suspects.values(), cwd))
+    texts = dict(blobs.read_blobs(suspects.values(), cwd))
     for sha, blob in suspects.items():
         report = _compare(trees.files[sha], policy.paths.manifest, texts[blob], cache)
         own = trees.files[sha].get(POLICY_FILE)
@@ -170,7 +172,7 @@ def _compare(files: Files, mpath: str, text: bytes, cache: manifest.BlobCache) -
 def _own_policy_report(sha: str, cwd: str | Path | None, trusted_report: manifest.Report
                        ) -> manifest.Report:
     """The commit's own policy's view; any problem with it leaves the trusted report standing."""
-    from mergegate import repo
+    from mergegate.records import repo
 
     try:
         own = repo.load_policy(sha, cwd)

@@ -11,8 +11,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from mergegate.manifest import Report
-from mergegate.split import Split
+from mergegate.records.manifest import Report
+from mergegate.rules.split import Split
 
 MIXED = "mixed"
 MANIFEST = "manifest"

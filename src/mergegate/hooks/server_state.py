@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from mergegate import gitio, merges, policy
 from mergegate.errors import GateError
+from mergegate.git import blobs, merges
 from mergegate.hooks.receive_rules import Refusal
+from mergegate.records import policy
 
 BROKEN = "broken-config"
 FIX = ("make the file valid in an oracle-only commit (`gate check` loads it locally) and push again; "
@@ -43,7 +44,7 @@ def problem_at(rev: str, changed: set[str], trusted_policy: policy.Policy | None
     """
     policy_changed = policy.POLICY_FILE in changed
     if policy_changed:
-        data = gitio.file_at(rev, policy.POLICY_FILE, cwd)
+        data = blobs.file_at(rev, policy.POLICY_FILE, cwd)
         if data is None:
             return GateError(f"{policy.POLICY_FILE} is missing at {rev[:12]}")
         try:
@@ -58,7 +59,7 @@ def problem_at(rev: str, changed: set[str], trusted_policy: policy.Policy | None
         if policy_changed or pol.server.allowed_signers in changed:
             _signers(pol, rev, cwd)
         if policy_changed or pol.paths.ledger in changed:
-            from mergegate import ledger
+            from mergegate.records import ledger
 
             ledger.load_at(rev, pol.paths.ledger, cwd)
         prefix = pol.paths.catalog.rstrip("/") + "/"
@@ -73,18 +74,19 @@ def _signers(pol: policy.Policy, rev: str, cwd: str | Path | None) -> None:
     if not pol.server.require_signed_oracle_commits:
         return
     name = pol.server.allowed_signers
-    if not name or gitio.file_at(rev, name, cwd) is None:
+    if not name or blobs.file_at(rev, name, cwd) is None:
         raise GateError(f"server.require_signed_oracle_commits is on but the allowed signers file "
                         f"{name or '(server.allowed_signers not set)'} is not at {rev[:12]}")
 
 
 def _catalog(pol: policy.Policy, rev: str, cwd: str | Path | None) -> None:
     """A catalog that loads and whose every node id names a test in its oracle file."""
-    from mergegate import adopt, catalog
+    from mergegate.pipeline import adopt
+    from mergegate.records import catalog
 
     cat = catalog.load_at(rev, pol.paths.catalog, None if cwd is None else str(cwd))
     wanted = {p.oracle_file for p in cat.properties} | {p.source for p in cat.properties}
-    files = gitio.files_at(rev, sorted(wanted), cwd)
+    files = blobs.files_at(rev, sorted(wanted), cwd)
     problems = adopt.unresolved(cat, files, adopt.entry_line(files))
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""

@@ -16,8 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mergegate import gitio, policy
 from mergegate.errors import ConfigError, InternalError, UsageError
+from mergegate.git import blobs as git_blobs
+from mergegate.git import core
+from mergegate.records import policy
 
 BOOTSTRAP_FIX = ("seed the repository first: push a commit holding gate.yaml with the hook not yet "
                  "installed, then install it (docs/server.md, Bootstrap)")
@@ -47,7 +49,7 @@ def load(revs: Iterable[str], cwd: str | Path | None = None) -> dict[str, Side]:
         if blob is None:
             raise UsageError(f"no {policy.POLICY_FILE} at {rev[:12]}, the trusted side of this push",
                              BOOTSTRAP_FIX)
-    texts = dict(gitio.read_blobs({b for b in blobs.values() if b}, cwd))
+    texts = dict(git_blobs.read_blobs({b for b in blobs.values() if b}, cwd))
     parsed: dict[str, policy.Policy | ConfigError] = {}
     for rev, blob in blobs.items():
         assert blob is not None
@@ -76,11 +78,11 @@ def load(revs: Iterable[str], cwd: str | Path | None = None) -> dict[str, Side]:
 def last_readable(rev: str, cwd: str | Path | None, depth: int = 50) -> policy.Policy:
     """The newest gate.yaml that parses among the last ``depth`` versions on ``rev``'s first-parent
     line (the one before a breakage), else the defaults: what judges a repair."""
-    out = gitio.out(["rev-list", "--first-parent", f"--max-count={depth}", rev, "--", policy.POLICY_FILE], cwd)
+    out = core.out(["rev-list", "--first-parent", f"--max-count={depth}", rev, "--", policy.POLICY_FILE], cwd)
     names = [f"{c}{suffix}:{policy.POLICY_FILE}" for c in out.decode().split() for suffix in ("", "^")]
-    found = gitio.batch_check(names, cwd)
+    found = git_blobs.batch_check(names, cwd)
     blobs = [hit[0] for n in names if (hit := found.get(n)) and hit[1] == "blob"]
-    texts = dict(gitio.read_blobs(blobs, cwd))
+    texts = dict(git_blobs.read_blobs(blobs, cwd))
     for blob in dict.fromkeys(blobs):
         try:
             return policy.parse(texts[blob], f"{policy.POLICY_FILE} (server, blob {blob[:12]})")
@@ -92,11 +94,11 @@ def last_readable(rev: str, cwd: str | Path | None, depth: int = 50) -> policy.P
 def _blob_ids(wanted: dict[str, str], cwd: str | Path | None) -> dict[str, str | None]:
     """rev -> blob id of ``wanted[rev]`` there, all in one ``cat-file``; a listed file git cannot
     read is an internal error, not an absent one."""
-    found = gitio.batch_check([f"{rev}:{path}" for rev, path in wanted.items()], cwd)
+    found = git_blobs.batch_check([f"{rev}:{path}" for rev, path in wanted.items()], cwd)
     result: dict[str, str | None] = {}
     for rev, path in wanted.items():
         hit = found.get(f"{rev}:{path}")
-        if hit is None and gitio.out(["ls-tree", "--name-only", rev, "--", path], cwd).strip():
+        if hit is None and core.out(["ls-tree", "--name-only", rev, "--", path], cwd).strip():
             raise InternalError(f"{path} at {rev[:12]} is listed but cannot be read "
                                 "(object missing or corrupt)", "run `git fsck` on the server repository")
         result[rev] = hit[0] if hit and hit[1] == "blob" else None
@@ -121,5 +123,5 @@ def _signers(policies: dict[str, policy.Policy], cwd: str | Path | None
     for rev, blob in blobs.items():
         if blob is None:
             missing[rev] = f"server.allowed_signers: {wanted[rev]} is not in the trusted commit {rev[:12]}"
-    data = dict(gitio.read_blobs({b for b in blobs.values() if b}, cwd))
+    data = dict(git_blobs.read_blobs({b for b in blobs.values() if b}, cwd))
     return {rev: data[blob] for rev, blob in blobs.items() if blob}, missing

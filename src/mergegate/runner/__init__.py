@@ -5,23 +5,14 @@ The folders say which side of the trust boundary a module runs on:
 
 - ``specs``, ``trees``, ``rows``, ``schedule``, ``pool``, ``signature``: the gate (parent) side.
 - ``trusted/``: the evaluator. Hypothesis, the property, its helpers and fixtures, the counter and
-  the result; it never imports production code (``evaluator``; ``standins``, the import finder, over
-  ``channel``, ``proxies`` and ``faults``; ``report``).
+  the result; it never imports production code (``evaluator``, the zygote; ``forks``, a child and its
+  one message; ``group``, a collector; ``session``, the pytest session; ``bounds``, the gate's settings;
+  ``standins``, the import finder, over ``channel``, ``proxies``, ``link`` and ``faults``; ``report``).
 - ``subject/``: production code of one tree, contained (``server`` runs inside the sandbox that
   ``sandbox`` builds, within ``cgroups``, importing the bytecode ``bytecode`` compiled).
 - ``protocol/``: the narrow channel between the two (``codec``, ``wire``), standard library only.
 - ``unsealed/``: the in-process runner for properties a person marked ``isolation: shared``.
+
+This package's face imports nothing: import the module that holds a name
+(``from mergegate.runner.specs import load_specs``).
 """
-
-from mergegate.runner.pool import prestarted
-from mergegate.runner.rows import SEALED, SHARED, Row, row_from_json, write_jsonl
-from mergegate.runner.schedule import Progress, Task, default_jobs, for_every_seed, parse_shard, plan, run_tasks
-from mergegate.runner.specs import Spec, Trusted, check_function, load_specs
-from mergegate.runner.trees import Tree, files_matching, literal_prefix, production_roots, tree_digest, tree_info
-
-__all__ = [
-    "SEALED", "SHARED", "Progress", "Row", "Spec", "Task", "Tree", "Trusted", "check_function", "default_jobs",
-    "files_matching", "for_every_seed", "literal_prefix", "load_specs", "parse_shard", "plan", "prestarted",
-    "production_roots", "row_from_json",
-    "run_tasks", "tree_digest", "tree_info", "write_jsonl",
-]

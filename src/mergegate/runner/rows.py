@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mergegate import fsutil
-from mergegate.policy import FIXTURE, Policy
+from mergegate.records import fsutil
+from mergegate.records.policy import FIXTURE, Policy
 from mergegate.runner import signature
 
 SEALED, SHARED = "sealed", "shared"

@@ -19,9 +19,9 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from mergegate import catalog
 from mergegate.errors import InternalError, UsageError
-from mergegate.policy import Policy
+from mergegate.records import catalog
+from mergegate.records.policy import Policy
 from mergegate.runner import rows as rowlib
 from mergegate.runner import specs as speclib
 from mergegate.runner.pool import Pool

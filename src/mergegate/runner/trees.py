@@ -7,8 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mergegate import digest, globs
-from mergegate.policy import CATALOG, FIXTURE, ORACLE, Policy
+from mergegate.records import digest
+from mergegate.records.policy import CATALOG, FIXTURE, ORACLE, Policy
+from mergegate.rules import globs
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from mergegate.runner.trusted import forks, session, standins
+
 MARGIN_S = 5.0  # the collector's own bookkeeping around a run's timeout
 
 
@@ -37,14 +39,44 @@ def overlapping(nodeids: list[str]) -> bool:
     return any(a != b and selects(a, b) for a in nodeids for b in nodeids)
 
 
+# ---------------------------------------------------------------- the collector
+
+
+def collector(jobs: list[dict[str, Any]], state: Any, wfd: int) -> None:
+    """Sealed jobs of one oracle file: collect once, fork a child per job ; never return."""
+    emit = Emitter(wfd)
+    result: dict[str, Any] = {"examples": 0, "opened": []}
+    try:
+        forks.prepare(jobs[0])
+        run_group(jobs, standins.seal(jobs[0], result), result, emit)
+    except BaseException as exc:
+        for job in jobs:
+            emit(job, forks.runner_failure(exc))
+    os._exit(0)
+
+
+def run_group(jobs: list[dict[str, Any]], finder: Any, result: dict[str, Any], emit: Any) -> None:
+    """Collect the jobs' oracle file once; each job runs in a child forked after collection .
+
+    ``emit(job, outcome)`` is called once per job; jobs the loop never reached (collection
+    failed, nothing collected) get the outcome their own session would have had.
+    """
+    job = jobs[0]
+    plugin = session.GatePlugin(job, finder, os.path.join(job["trusted_root"], job["oracle_file"]), job["oracle_file"])
+    plugin.group, plugin.each, plugin.result, plugin.emit = jobs, run_each, result, emit
+    code = session._main(session.group_arguments(jobs, session._ini(job)), plugin)
+    for each in jobs:
+        if each["id"] not in plugin.done:
+            plugin.for_job(each, [i for i in plugin.items if selects(each["nodeid"], i.nodeid)])
+            emit(each, session.finish(plugin, code, dict(result)))
+
+
 # ---------------------------------------------------------------- in the collector (pytest_runtestloop)
 
 
 def run_each(plugin: Any, session: Any) -> None:
     """Fork one child per job of the plugin's group; report each outcome through ``plugin.emit``."""
     import gc
-
-    from mergegate.runner.trusted import evaluator, standins
 
     items = list(session.items)
     channel = plugin.finder.channel if plugin.finder is not None else None
@@ -68,7 +100,7 @@ def run_each(plugin: Any, session: Any) -> None:
         if pid == 0:  # pragma: no cover - runs in the child
             os.close(rfd)
             os.close(plugin.emit.fd)  # only the collector reports to the zygote
-            evaluator._die_with_parent(me)
+            forks.die_with_parent(me)
             try:
                 _child(plugin, job, mine, fd, wfd)
             finally:
@@ -76,15 +108,13 @@ def run_each(plugin: Any, session: Any) -> None:
         os.close(wfd)
         if fd is not None:
             os.close(fd)
-        outcome = evaluator._collect(pid, rfd, float(job["timeout"]))
+        outcome = forks.collect(pid, rfd, float(job["timeout"]))
         plugin.done.add(job["id"])
         plugin.emit(job, outcome)
 
 
 def _child(plugin: Any, job: dict[str, Any], items: list[Any], fd: int | None, wfd: int) -> None:
     """Run one job's items; write one message; never return."""
-    from mergegate.runner.trusted import evaluator, session
-
     started = time.monotonic()
     os.setsid()
     err = os.open(job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -100,8 +130,8 @@ def _child(plugin: Any, job: dict[str, Any], items: list[Any], fd: int | None, w
             item.config.hook.pytest_runtest_protocol(item=item, nextitem=following)
         outcome = session.finish(plugin, 0 if items else 5, result)
     except BaseException as exc:
-        outcome = evaluator._runner_failure(exc)
-    evaluator.report(result, outcome, started, wfd)
+        outcome = forks.runner_failure(exc)
+    forks.report(result, outcome, started, wfd)
 
 
 class Emitter:
@@ -131,9 +161,7 @@ def fork_group(jobs: list[dict[str, Any]], state: Any) -> Iterator[dict[str, Any
     job it did not report is a timeout.  A collector that dies or garbles a message fails the
     jobs it did not report.
     """
-    from mergegate.runner.trusted import evaluator
-
-    pid, rfd = evaluator.spawn(lambda wfd: evaluator.collector(jobs, state, wfd), jobs[0]["id"])
+    pid, rfd = forks.spawn(lambda wfd: collector(jobs, state, wfd), jobs[0]["id"])
     pending = {job["id"]: job for job in jobs}
     timeout = float(jobs[0]["timeout"])
     reader = _Frames(rfd, pid)

@@ -14,12 +14,10 @@ import inspect
 import sys
 import types
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
-
-if TYPE_CHECKING:
-    from mergegate.runner.trusted.channel import Channel
+from mergegate.runner.trusted.link import Link
 
 BUILTIN_EXCEPTIONS = {name: cls for name, cls in vars(builtins).items()
                       if isinstance(cls, type) and issubclass(cls, Exception)
@@ -29,7 +27,7 @@ ITERATION_ENDS = frozenset({"StopIteration", "StopAsyncIteration"})
 
 
 
-def remote_id(obj: Any) -> tuple[Channel, int] | None:
+def remote_id(obj: Any) -> tuple[Link, int] | None:
     if type(obj) is Remote or type(obj) is RemoteModule:
         return object.__getattribute__(obj, "_gate_ref")  # type: ignore[no-any-return]
     if isinstance(obj, RemoteType):
@@ -37,7 +35,7 @@ def remote_id(obj: Any) -> tuple[Channel, int] | None:
     return None
 
 
-def channel_of(obj: Any) -> Channel:
+def channel_of(obj: Any) -> Link:
     ref = remote_id(obj)
     assert ref is not None
     return ref[0]
@@ -278,7 +276,7 @@ class RemoteModule(types.ModuleType):
         return [n for n in names if type(n) is str] if type(names) is list else []
 
 
-def make_proxy(ch: Channel, number: int, desc: list[Any]) -> Any:
+def make_proxy(ch: Link, number: int, desc: list[Any]) -> Any:
     kind = desc[0] if desc and type(desc[0]) is str else "object"
     if kind == "module" and len(desc) == 2 and type(desc[1]) is str:
         existing = sys.modules.get(desc[1])

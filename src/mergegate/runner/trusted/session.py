@@ -11,7 +11,7 @@ which this plugin keeps first on ``sys.meta_path``.
 How each collected item runs (``item.runtest`` is replaced):
 - a ``@given`` test: rebuilt from its Hypothesis handle around a counter of
   completed examples, with its own settings within the gate's bounds
-  (``evaluator.bounded_settings``) and the gate's seed;
+  (``bounds.bounded_settings``) and the gate's seed;
 - a state machine's ``TestCase``: the machine run the same way;
 - anything else, a plain test: once; one completed run counts as one example.
 """
@@ -46,6 +46,7 @@ class GatePlugin:
         self.result: dict[str, Any] = {}
         self.emit: Any = None
         self.group: list[dict[str, Any]] = []  # a collector's jobs (trusted/group.py); empty for one job
+        self.each: Any = None  # the collector's loop over its jobs (group.run_each), set with the group
         self.done: set[Any] = set()  # the group's jobs already reported
 
     def for_job(self, job: dict[str, Any], items: list[Any]) -> None:
@@ -58,9 +59,7 @@ class GatePlugin:
     def pytest_runtestloop(self, session: Any) -> Any:
         if not self.group or self.collect_report is not None or session.testsfailed:
             return None  # one job, or collection failed: pytest's own loop (which stops at the error)
-        from mergegate.runner.trusted import group
-
-        group.run_each(self, session)
+        self.each(self, session)
         return True
 
     def _front(self) -> None:
@@ -162,11 +161,11 @@ class GatePlugin:
     def _given(self, item: Any, function: Any, handle: Any) -> None:
         import hypothesis
 
-        from mergegate.runner.trusted import evaluator
+        from mergegate.runner.trusted import bounds
 
         own = getattr(function, "_hypothesis_internal_use_settings", None) or hypothesis.settings.default
         self._check_body(handle.inner_test)
-        test = evaluator.rebuild(self._counted(handle.inner_test), handle, function, self.job, hypothesis.given,
+        test = bounds.rebuild(self._counted(handle.inner_test), handle, function, self.job, hypothesis.given,
                                  hypothesis.settings, hypothesis.seed, own)
         args = {name: item.funcargs[name] for name in item._fixtureinfo.argnames}
         instance = getattr(function, "__self__", None)
@@ -176,13 +175,13 @@ class GatePlugin:
         import hypothesis
         from hypothesis.stateful import get_state_machine_test
 
-        from mergegate.runner.trusted import evaluator
+        from mergegate.runner.trusted import bounds
 
         own = getattr(item.instance, "settings", None) or hypothesis.settings.default
-        bounded = evaluator.bounded_settings(hypothesis.settings, own, self.job)
+        bounded = bounds.bounded_settings(hypothesis.settings, own, self.job)
         built = get_state_machine_test(machine, settings=bounded)
         handle: Any = getattr(built, "hypothesis")  # noqa: B009 - the @given handle of the machine's test
-        test = evaluator.rebuild(self._counted(handle.inner_test), handle, built, self.job,
+        test = bounds.rebuild(self._counted(handle.inner_test), handle, built, self.job,
                                  hypothesis.given, hypothesis.settings, hypothesis.seed, own)
         test()
 
@@ -348,21 +347,3 @@ def run(job: dict[str, Any], finder: Any, result: dict[str, Any]) -> dict[str, A
     oracle_path = os.path.join(job["trusted_root"], job["oracle_file"])
     plugin = GatePlugin(job, finder, oracle_path, job["oracle_file"])
     return finish(plugin, _main(arguments(job, _ini(job)), plugin), result)
-
-
-def run_group(jobs: list[dict[str, Any]], finder: Any, result: dict[str, Any], emit: Any) -> None:
-    """Collect the jobs' oracle file once; each job runs in a child forked after collection (group.py).
-
-    ``emit(job, outcome)`` is called once per job; jobs the loop never reached (collection
-    failed, nothing collected) get the outcome their own session would have had.
-    """
-    from mergegate.runner.trusted import group
-
-    job = jobs[0]
-    plugin = GatePlugin(job, finder, os.path.join(job["trusted_root"], job["oracle_file"]), job["oracle_file"])
-    plugin.group, plugin.result, plugin.emit = jobs, result, emit
-    code = _main(group_arguments(jobs, _ini(job)), plugin)
-    for each in jobs:
-        if each["id"] not in plugin.done:
-            plugin.for_job(each, [i for i in plugin.items if group.selects(each["nodeid"], i.nodeid)])
-            emit(each, finish(plugin, code, dict(result)))

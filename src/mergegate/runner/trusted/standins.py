@@ -21,6 +21,7 @@ import types
 from collections.abc import Iterable
 from typing import Any
 
+from mergegate.runner.trusted import forks
 from mergegate.runner.trusted.channel import Channel
 from mergegate.runner.trusted.faults import (
     ProductionError,
@@ -68,4 +69,14 @@ def install(names: Iterable[str], socket_path: str) -> Finder:
     """Put the finder first on ``sys.meta_path``; nothing is contacted until an import needs it."""
     finder = Finder(names, Channel(socket_path))
     sys.meta_path.insert(0, finder)
+    return finder
+
+
+def seal(job: dict[str, Any], result: dict[str, Any]) -> Any:
+    """Production behind stand-ins (the finder, first on ``sys.meta_path``); opens of the trusted tree watched."""
+    names = frozenset(job["production_names"])
+    for name in [n for n in sys.modules if n.partition(".")[0] in names]:
+        del sys.modules[name]  # the gate's own copy of a module production owns is not the tree's
+    finder = install(names, job["subject_socket"])
+    result["opened"] = forks.watch_opens(job["trusted_root"])
     return finder

@@ -114,7 +114,7 @@ def tampered(
 
 def oracle_imports(source: bytes, prod_roots: list[str]) -> list[str]:
     """Absolute top-level imports of the oracle that are not production modules."""
-    from mergegate.nodeids import imported_modules
+    from mergegate.records.nodeids import imported_modules
 
     wanted = []
     for name in imported_modules(source, members=False):

@@ -20,7 +20,7 @@ from mergegate.runner.unsealed import guard as g
 def run_shared(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[str, Any],
                result: dict[str, Any]) -> dict[str, Any]:
     """Run one node id x seed as the same pytest session a sealed child runs, production in-process."""
-    from mergegate.runner.trusted import evaluator, session
+    from mergegate.runner.trusted import forks, session
 
     # Locals only from here on: production code may rebind module globals.
     check, tamper, moved_const, run = g.tampered, _tamper, g.scalars_moved, session.run
@@ -37,8 +37,8 @@ def run_shared(job: dict[str, Any], snap: dict[str, Any], builtins_before: dict[
     code_before = {f: (f.__code__, f.__defaults__)
                    for f in (g.tampered, _tamper, g.scalars_moved, session.run, session.GatePlugin.outcome,
                              session.GatePlugin._run, session.GatePlugin._counted, session.finish,
-                             evaluator.report)}
-    result["opened"] = evaluator.watch_opens(job["trusted_root"])
+                             forks.report)}
+    result["opened"] = forks.watch_opens(job["trusted_root"])
     sys.path[1:1] = job["prod_roots"]  # after the oracle's directory: production never shadows a helper
     outcome = run(job, None, result)
     for f, (c, d) in code_before.items():

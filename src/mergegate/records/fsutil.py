@@ -1,0 +1,174 @@
+"""Atomic file writes and a file lock: the ledger, manifest and queue never half-written."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def atomic_write(path: str | Path, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` through a temporary file, fsync and rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_temps(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        elif path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        else:
+            os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+STALE_S = 60.0  # a write takes milliseconds: a temporary file this old was left by a killed run
+
+
+def sweep_temps(path: Path) -> None:
+    """Remove the temporary files a killed ``atomic_write`` of ``path`` left beside it."""
+    import time
+
+    with contextlib.suppress(OSError):
+        for stale in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
+            with contextlib.suppress(OSError):
+                if time.time() - stale.lstat().st_mtime > STALE_S:
+                    stale.unlink()
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+LOCK_WAIT_S = 30.0  # the gate's own writes under a lock take seconds; longer means a stuck gate
+
+
+@contextlib.contextmanager
+def locked(lock_path: str | Path, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """An exclusive advisory lock held for the block.
+
+    Retried for up to ``wait_s`` (saying once, on stderr, that it waits); then a usage error:
+    another gate is running.  Never a silent wait without end.
+    """
+    import sys
+    import time
+
+    from mergegate.errors import UsageError
+
+    lock_path = Path(lock_path)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline, said = time.monotonic() + wait_s, False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise UsageError(f"another gate is running: {lock_path} is held",
+                                     "wait for it to finish, then run this again") from None
+                if not said:
+                    print(f"gate: another gate holds {lock_path}; waiting up to {wait_s:g}s", file=sys.stderr)
+                    said = True
+                time.sleep(0.05)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one we may not signal counts: it is alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+WORK_AREA = ".gate"
+
+
+def work_area(top: Path) -> Path:
+    """``<top>/.gate``: queue, evidence, tickets; it ignores itself, so it is never committed."""
+    area = Path(top) / WORK_AREA
+    area.mkdir(parents=True, exist_ok=True)
+    ignore = area / ".gitignore"
+    if not ignore.exists():
+        atomic_write(ignore, b"# mergegate's work area: never committed\n*\n")
+    return area
+
+
+def atomic_write_new(files: dict[Path, bytes], mode: int = 0o644) -> None:
+    """Write many new files, each atomically (temporary file, rename), durable with one ``sync``.
+
+    For a thousand catalog entries at once: one pass over each folder for leftovers of a killed
+    write, every temporary file written, one ``os.sync`` for all their data, the renames, one
+    fsync per folder; ``atomic_write`` of each would scan the folder and fsync twice per file.
+    """
+    folders = sorted({p.parent for p in files})
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+        _sweep_folder(folder)
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, data in files.items():
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            temps.append((tmp, path))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.chmod(tmp, mode)
+        os.sync()
+        for tmp, path in temps:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _path in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        raise
+    for folder in folders:
+        _fsync_dir(folder)
+
+
+def _sweep_folder(folder: Path) -> None:
+    """``sweep_temps`` for every file of ``folder`` at once."""
+    import time
+
+    with contextlib.suppress(OSError):
+        for stale in folder.glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                if time.time() - stale.lstat().st_mtime > STALE_S:
+                    stale.unlink()

@@ -1,0 +1,26 @@
+"""What a stand-in needs of its connection to the subject (``channel.Channel`` is the one there is).
+
+A protocol, so ``proxies`` names the connection's type without importing ``channel``, which
+imports ``proxies`` to build the stand-ins it decodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+
+class Link(Protocol):
+    """Requests to one subject process; values encoded and decoded on this side."""
+
+    def request(self, *message: Any) -> Any: ...
+
+    def enc(self, value: Any) -> Any: ...
+
+    def dec(self, data: Any) -> Any: ...
+
+    def call(self, target: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any: ...
+
+    def op(self, name: str, *args: Any) -> Any: ...
+
+    def getattr(self, target: Any, name: str) -> Any: ...
