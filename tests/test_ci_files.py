@@ -148,3 +148,12 @@ def test_gate_init_github_refuses_an_action_that_is_not_owner_repo_at_ref(tmp_pa
     proc = gate(repo, "init", "github", "--action", action)
     assert proc.returncode == 2 and "is not OWNER/REPO@REF" in proc.stderr
     assert not (repo / ".github").exists()
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "action").iterdir()))
+def test_each_action_script_is_strict_bash_that_parses(script: str) -> None:
+    path = ROOT / "action" / script
+    text = path.read_text()
+    assert text.startswith("#!/usr/bin/env bash\n") and "set -euo pipefail" in text
+    assert subprocess.run(["bash", "-n", str(path)], check=False).returncode == 0
+    assert f"action/{script}" in (ROOT / "action.yml").read_text()  # every script is a step of the action
