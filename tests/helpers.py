@@ -8,11 +8,17 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-ENV_DROP = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GATE_AGENT", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_NAME")
+ENV_DROP = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GATE_AGENT", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_NAME",
+            # a suite run inside a GitHub or GitLab job is not the job the gate judges (tests set these themselves)
+            "GITHUB_ACTIONS", "GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT",
+            "GITHUB_WORKFLOW_REF", "GITLAB_CI", "CI_CONFIG_PATH")
 HUMAN = {"GIT_AUTHOR_NAME": "Pat Person", "GIT_AUTHOR_EMAIL": "pat@example.com",
          "GIT_COMMITTER_NAME": "Pat Person", "GIT_COMMITTER_EMAIL": "pat@example.com"}
 AGENT = {"GIT_AUTHOR_NAME": "coder", "GIT_AUTHOR_EMAIL": "coder[bot]@example.com",
          "GIT_COMMITTER_NAME": "coder", "GIT_COMMITTER_EMAIL": "coder[bot]@example.com"}
+
+# A run outside CI, even inside the suite's own `CI=true` job: the gate reads an empty value as unset.
+NOT_CI = {"CI": "", "GITHUB_ACTIONS": "", "GITLAB_CI": ""}
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

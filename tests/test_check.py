@@ -42,8 +42,9 @@ def patch(repo: Path, base: str, name: str, files: dict[str, str | None], *, age
         build.git(repo, "checkout", "-q", "main")
 
 
-def check(repo: Path, base: str, head: str, *extra: str) -> tuple[int, dict[str, object]]:
-    proc = gate(repo, "check", "--base", base, "--head", head, "--json", *extra)
+def check(repo: Path, base: str, head: str, *extra: str,
+          env: dict[str, str] | None = None) -> tuple[int, dict[str, object]]:
+    proc = gate(repo, "check", "--base", base, "--head", head, "--json", *extra, env=env)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 

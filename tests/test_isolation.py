@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import AGENT, commit, gate, git, init_repo, sign_and_commit
+from tests.helpers import AGENT, NOT_CI, commit, gate, git, init_repo, sign_and_commit
 from tests.test_runner import BROKEN_TAX, catalog_entry, project_files
 
 # Needs production objects in its own process: a list read off a production object is a copy when sealed.
@@ -179,9 +179,10 @@ def test_containment_bwrap_required_but_missing_is_a_usage_error(repo: Path, tmp
                     "--out", str(tmp_path / "o.jsonl"), env={"PATH": str(bin_dir)})
         assert proc.returncode == 2
         assert "bubblewrap is not installed" in proc.stderr and "apt-get install bubblewrap" in proc.stderr
-        # auto: the run goes on uncontained, and every row says so
+        # auto, outside CI: the run goes on uncontained, and every row says so (under CI it is exit 2:
+        # tests/test_ci_where.py)
         proc = gate(repo, "run", "--rev", "sealed", "--seeds", "11", "--only", "prop.order_total",
-                    "--out", str(tmp_path / "o.jsonl"), env={"PATH": str(bin_dir)})
+                    "--out", str(tmp_path / "o.jsonl"), env={"PATH": str(bin_dir), **NOT_CI})
         assert proc.returncode == 0, proc.stderr
         assert "warning: bubblewrap is not installed" in proc.stderr and "containment: none" in proc.stderr
         row = json.loads((tmp_path / "o.jsonl").read_text())

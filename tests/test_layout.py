@@ -12,7 +12,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "mergegate"
 TOP_MODULES = {"__init__", "__main__", "main", "errors", "textsafe"}
-PACKAGES = {"commands", "rules", "records", "git", "pipeline", "runner", "hooks", "drafter", "demo", "templates"}
+PACKAGES = {"commands", "rules", "records", "git", "pipeline", "runner", "hooks", "drafter", "demo", "templates",
+            "ci"}  # ci: where the gate runs (CI, the job's own definition) and what it prints there
 MAX_LINES = 400
 
 

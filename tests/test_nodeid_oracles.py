@@ -486,7 +486,8 @@ PYTEST_CONFIG: dict[str, str | bytes | None] = {
     "setup.cfg": f"[tool:pytest]\naddopts = {ADDOPTS}\n",
     "tox.ini": f"[pytest]\naddopts = {ADDOPTS}\n",
 }
-OTHER_CONFIG = {p: t for p, t in PYTEST_CONFIG.items() if p != "pytest.ini"}  # 'other': not guarded
+# 'other': not guarded (pytest.ini is policy; tox.ini too, since CI calls it to run the gate: tox -e gate)
+OTHER_CONFIG = {p: t for p, t in PYTEST_CONFIG.items() if p not in ("pytest.ini", "tox.ini")}
 CONFIGURED: dict[str, dict[str, str | bytes | None]] = {
     "config_files": PYTEST_CONFIG,
 }
@@ -519,18 +520,19 @@ def test_a_persons_conftest_above_the_oracle_tree_is_trusted_and_a_skip_it_cause
 
 
 def test_pytest_configuration_in_a_patch_is_not_read(kinds: Lab) -> None:
-    """pyproject.toml, setup.cfg and tox.ini are 'other' paths: an agent may commit them with production."""
+    """pyproject.toml and setup.cfg are 'other' paths: an agent may commit them with production."""
     res = kinds.check("main", kinds.branch("config-in-patch", "main", {**broken(BY_NAME["function"]),
                                                                        **OTHER_CONFIG}))
     assert res.data.get("stopped_at") is None, res.explain()
     assert_caught(res, noop(kinds), BY_NAME["function"])
 
 
-@pytest.mark.parametrize("where", ["conftest.py", "src/conftest.py", "oracles/properties/conftest.py", "pytest.ini"])
+@pytest.mark.parametrize("where", ["conftest.py", "src/conftest.py", "oracles/properties/conftest.py", "pytest.ini",
+                                   "tox.ini"])
 def test_a_patch_adding_a_conftest_or_pytest_ini_is_rejected(kinds: Lab, where: str) -> None:
-    """Every conftest.py and pytest.ini is a guarded policy path: an agent's patch that adds one next to
-    a regression (a conftest that skips everything) is rejected, never admitted."""
-    content = PYTEST_CONFIG["pytest.ini"] if where == "pytest.ini" else ROOT_CONFTEST
+    """Every conftest.py, pytest.ini and tox.ini is a guarded policy path: an agent's patch that adds one next
+    to a regression (a conftest that skips everything) is rejected, never admitted."""
+    content = PYTEST_CONFIG.get(where, ROOT_CONFTEST)
     res = kinds.check("main", kinds.branch(f"adds-{where.replace('/', '-')}", "main",
                                            {**broken(BY_NAME["function"]), where: content}))
     assert res.code == 1 and res.decision == "reject", res.explain()

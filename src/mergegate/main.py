@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "merge-runs": ("mergegate.commands.merge_runs", "merge sharded run files"),
     "diff": ("mergegate.commands.diff", "differential run of base and head"),
     "check": ("mergegate.commands.check", "the whole pipeline: verdict and evidence"),
+    "deps": ("mergegate.commands.deps", "print or install the trusted revision's runtime dependencies"),
     "demo": ("mergegate.commands.demo", "run the bundled example scenarios"),
     "draft-props": ("mergegate.commands.draft_props", "draft candidate properties in the sandbox"),
     "queue": ("mergegate.commands.queue", "list, show, accept or reject drafted candidates"),

@@ -35,8 +35,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mergegate.ci import github
+
+    if not github.enabled(os.environ):
+        return _run(args)[0]
+    from mergegate.commands import _github_out
+
+    return _github_out.fenced(lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> tuple[int, Any]:
     from mergegate.pipeline import check, evidence
 
+    if args.base is None and args.head is None:
+        args.base, args.head = _from_event(args)
     head = args.head
     if head is None:
         dirty = diffs.tracked_changes()
@@ -61,7 +73,17 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({**evidence.decision_json(outcome), "evidence": str(where)}, indent=2, sort_keys=True))
     else:
         _print_table(outcome, where)
-    return EXIT_OK if outcome.admitted else EXIT_NO
+    return (EXIT_OK if outcome.admitted else EXIT_NO), (outcome, where)
+
+
+def _from_event(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """In a GitHub Actions job on a pull request or a merge group: its base and head, from the event."""
+    from mergegate.ci import github
+
+    if not github.enabled(os.environ):
+        return None, None
+    found = github.event_revisions(os.environ, github.event_payload(os.environ))
+    return found if found is not None else (None, None)
 
 
 def _write(path: str, text: str) -> None:
@@ -85,7 +107,7 @@ def _print_table(outcome: Any, where: Path) -> None:
         Console().print(table)
     else:
         print(evidence.table_text(outcome))
-    failures = evidence.failure_text(outcome) + evidence.manifest_text(outcome)
+    failures = evidence.failure_text(outcome) + evidence.manifest_text(outcome) + evidence.dependency_text(outcome)
     if failures:
         print()
         print("\n".join(failures))

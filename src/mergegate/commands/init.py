@@ -10,8 +10,17 @@ from mergegate.git import core
 from mergegate.records import manifest, policy
 from mergegate.records.fsutil import work_area
 
+ACTION = "mergegate/mergegate@v1"
+CI_FILES = {"github": (".github/workflows/gate.yml", "github-workflow.yml"),
+            "gitlab": (".gitlab-ci.yml", "gitlab-ci.yml")}
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("ci", nargs="?", choices=sorted(CI_FILES),
+                        help="write the CI file that runs the gate: github (.github/workflows/gate.yml, "
+                        "pull_request_target) or gitlab (.gitlab-ci.yml for a separate policy project)")
+    parser.add_argument("--action", default=ACTION, metavar="OWNER/REPO@REF",
+                        help=f"the action the GitHub workflow uses (default: {ACTION}; pin a commit id)")
     parser.add_argument(
         "--pre-commit-config", action="store_true",
         help="also write .pre-commit-config.yaml (only if it does not exist)",
@@ -38,6 +47,8 @@ def _create(path: Path, text: str, top: Path, report: list[str], written: list[s
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.ci:
+        return _ci(args)
     top = core.toplevel()
     report: list[str] = []
     written: list[str] = []
@@ -94,3 +105,37 @@ def _manifest(pol: policy.Policy, top: Path, report: list[str], written: list[st
         report.append(f"warning  {pol.paths.manifest} does not verify against the work tree:")
         report += [f"  {line}" for line in wrong]
         report.append(f"  {oracle_manifest.FIX}")
+
+
+def _ci(args: argparse.Namespace) -> int:
+    """``gate init github|gitlab``: the CI file, never over an existing one."""
+    import re
+
+    from mergegate.errors import UsageError
+
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[A-Za-z0-9_./-]+)?@[A-Za-z0-9_./-]+", args.action):
+        raise UsageError(f"--action {args.action!r} is not OWNER/REPO@REF", f"write e.g. --action {ACTION}")
+    top = core.toplevel()
+    rel, template = CI_FILES[args.ci]
+    report: list[str] = []
+    written: list[str] = []
+    _create(top / rel, _template(template).replace("{action}", args.action), top, report, written)
+    if args.ci == "github" and written and (top / policy.POLICY_FILE).is_file():
+        from mergegate.records import oracle_manifest
+
+        pol = policy.parse((top / policy.POLICY_FILE).read_bytes(), policy.POLICY_FILE)
+        if oracle_manifest.resign_if_ours(pol, top, written)[0]:
+            report.append(f"re-signed {pol.paths.manifest} (it lists {rel}, a guarded file)")
+    print("\n".join(report))
+    if args.ci == "github" and not re.search(r"@[0-9a-f]{40}$", args.action):
+        print(f"\nwarning: {args.action} is a tag, which its owner can move: pin a commit, "
+              "--action OWNER/REPO@<40-hex commit id> (and keep the tag as a comment)")
+    if args.ci == "github":
+        print(f"\n{rel} is guarded (paths.policy has .github/**): commit it on its own, with the manifest "
+              "re-signed: git add -- .github oracles/MANIFEST.sha256 && git commit -m 'ci: run the gate'")
+        print("Then require its check in a ruleset: docs/ci-github.md (required check gate from the GitHub "
+              "Actions app, no bypass for agents).")
+    else:
+        print(f"\n{rel} belongs in a separate policy project (group/gate-policy); set the judged project's "
+              "Settings > CI/CD > CI/CD configuration file to .gitlab-ci.yml@group/gate-policy: docs/ci-gitlab.md.")
+    return 0

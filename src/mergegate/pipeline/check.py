@@ -33,6 +33,7 @@ from mergegate.runner.specs import load_specs
 REVIEW = "review"
 MANIFEST_MISMATCH = "manifest_mismatch"
 INDEPENDENCE = "independence"
+WORKFLOW_CHANGED = "workflow_changed"  # the patch changes the CI file that defined this very job
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class Outcome:
     pair_of: judged.Judged | None = None  # how the head side was made (up to date, merge result, ...)
     shared: tuple[str, ...] = ()  # entries that ran isolation: shared (they could only reject)
     uncovered: tuple[str, ...] = ()  # touched production paths only shared entries covered (review/shared_only)
+    dependency_files: tuple[str, ...] = ()  # dependency declarations the head changes (then: review)
 
     @property
     def admitted(self) -> bool:
@@ -158,7 +160,30 @@ def _check(base: str, pair_of: judged.Judged, policy: Policy, *, environ: Mappin
     else:
         pair = diffrun.run_pair(tip, start.head, policy, cat, specs, start.seeds,
                                 skip_head=start.oracle_edited, jobs=jobs, progress=progress, cwd=cwd)
-    return _differential(start, pair, policy, base_ledger, now)
+    outcome = _dependencies(_differential(start, pair, policy, base_ledger, now), cwd)
+    return _own_definition(outcome, environ)
+
+
+def _own_definition(o: Outcome, environ: Mapping[str, str]) -> Outcome:
+    """Never ``admit`` from a job whose definition the patch changed (it may have written its own judge)."""
+    from mergegate import ci
+
+    if o.decision == verdicts.ADMIT and ci.changed_definition(environ, _touched(o)) is not None:
+        return _with(o, decision=REVIEW, reason=WORKFLOW_CHANGED)
+    return o
+
+
+def _dependencies(o: Outcome, cwd: str | Path | None) -> Outcome:
+    """A head that changes its dependency declarations ran against the base's: ``review``, whatever it did."""
+    from mergegate.ci import deps
+
+    touched = _touched(o)
+    files = deps.declaration_paths(touched)
+    files += [p for p in touched if deps.judged_by_content(p) and deps.content_changed(
+        p, blobs.file_at(o.merge_base, p, cwd), blobs.file_at(o.head, p, cwd))]
+    if not files:
+        return o
+    return _with(o, decision=REVIEW, reason=deps.DEPENDENCY_CHANGE, dependency_files=tuple(sorted(files)))
 
 
 def _with(outcome: Outcome, **changes: object) -> Outcome:

@@ -82,6 +82,7 @@ def decision_json(o: Outcome) -> dict[str, Any]:
         "propose_freeze": [v.prop for v in o.verdicts if v.propose_freeze],
         "review": [v.prop for v in o.verdicts if v.review],
         "shared": list(o.shared), "uncovered": list(o.uncovered),
+        "dependency_files": list(o.dependency_files),
     }
     if o.pair is not None:
         data["fixture_digest"] = o.pair.contract["fixture_digest"]
@@ -212,6 +213,14 @@ def manifest_text(o: Outcome) -> list[str]:
             "gate manifest sign --staged && git commit -m 'oracle: re-sign the manifest'"]
 
 
+def dependency_text(o: Outcome) -> list[str]:
+    """When the head changes dependency declarations: which, and why that is ``review``."""
+    if not o.dependency_files:
+        return []
+    return [textsafe.line("dependency declarations changed: " + ", ".join(o.dependency_files) + " (the head ran "
+                          "against the base's dependencies: a person installs the new ones and decides)")]
+
+
 def failure_text(o: Outcome) -> list[str]:
     """The failure blocks as indented console lines."""
     out = []
@@ -264,15 +273,17 @@ def markdown(o: Outcome) -> str:
     lines = [f"## mergegate: {o.decision}", "", textsafe.line(judged_line(o)), "", "```", *review_note(o), "```", "",
              "| property | verdict | reason | detail |", "|---|---|---|---|"]
     for prop, verdict, reason, detail in prop_rows(o):
-        cell = detail.replace("|", "\\|").replace("\n", " ")
+        cell = _md(detail)
         lines.append(f"| `{prop}` | {icon.get(verdict, '')} {verdict} | {reason} | {cell} |")
     for title, block in failure_blocks(o):
-        lines += ["", f"### {title.replace('`', chr(39))}", "", *_fenced(block)]
+        lines += ["", f"### {_md(title)}", "", *_fenced(block)]
     mismatch = manifest_text(o)
     if mismatch:
         lines += ["", f"### {mismatch[0]}", "", *_fenced([ln.strip() for ln in mismatch[1:]])]
     if o.canaries:
         lines += ["", "Canaries: " + ", ".join(f"{c.name} {'ok' if c.ok else 'MISS'}" for c in o.canaries)]
+    if o.dependency_files:
+        lines += ["", _md(dependency_text(o)[0])]
     if o.score is not None:
         lines += ["", f"Scorecard: {o.score.verdict}, debt {o.score.debt}, reasons {', '.join(o.score.reasons)}"]
     lines += [f"\n{line}" for line in shared_text(o)]
@@ -287,6 +298,14 @@ def shared_text(o: Outcome) -> list[str]:
     if o.uncovered:
         out.append(f"Covered by no passing sealed entry, only by shared ones: {', '.join(o.uncovered)}")
     return [textsafe.line(line) for line in out]
+
+
+_MD_SPECIAL = frozenset("\\`*_[]<>!#|~&()")
+
+
+def _md(text: str) -> str:
+    """Inline Markdown for text production may have chosen: shown as typed, never a link, image, tag or table."""
+    return "".join(f"&#{ord(c)};" if c in _MD_SPECIAL else c for c in text.replace("\n", " "))
 
 
 def _fenced(block: list[str]) -> list[str]:

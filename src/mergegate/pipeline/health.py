@@ -135,6 +135,25 @@ def check_server(pol: Policy) -> Finding:
     return Finding("server", True, how)
 
 
+def check_ci(top: Path, pol: Policy) -> list[Finding]:
+    """The CI files in the work tree: each thing a pull request could use to bypass or forge the gate."""
+    from mergegate.ci import audit
+
+    problems: list[audit.Problem] = []
+    workflows = top / ".github" / "workflows"
+    files = sorted(p for p in workflows.glob("*.y*ml") if p.is_file()) if workflows.is_dir() else []
+    for path in files:
+        problems += audit.github_workflow(path.relative_to(top).as_posix(), path.read_bytes(), pol)
+    gitlab = top / ".gitlab-ci.yml"
+    if gitlab.is_file():
+        problems += audit.gitlab_ci(".gitlab-ci.yml", gitlab.read_bytes())
+    if problems:
+        return [Finding("ci", False, f"{p.path}: {p.what}", p.fix) for p in problems]
+    if not files and not gitlab.is_file():
+        return [Finding("ci", True, "no CI file here runs the gate (gate init github writes a workflow)")]
+    return [Finding("ci", True, "no CI setup here a pull request could bypass")]
+
+
 def run_all(top: Path) -> list[Finding]:
     first, pol = check_policy(top)
     if pol is None:
@@ -142,4 +161,4 @@ def run_all(top: Path) -> list[Finding]:
     return [first, _guarded("manifest", lambda: check_manifest(top, pol)),
             _guarded("catalog", lambda: check_catalog(top, pol)), _guarded("ledger", lambda: check_ledger(top, pol)),
             _guarded("hooks", lambda: check_hooks(top)),
-            check_server(pol)]
+            check_server(pol), *check_ci(top, pol)]

@@ -39,13 +39,7 @@ class Paths:
     catalog: str = "oracles/catalog"
     manifest: str = "oracles/MANIFEST.sha256"
     ledger: str = "freeze_ledger.yaml"
-    policy: tuple[str, ...] = (
-        POLICY_FILE,
-        ".pre-commit-config.yaml",
-        "conftest.py",
-        "pytest.ini",
-        ".ci/**",
-    )
+    policy: tuple[str, ...] = pathclass.DEFAULT_POLICY
 
 
 @dataclass(frozen=True)
@@ -354,7 +348,41 @@ paths:
   catalog: oracles/catalog          # one YAML file per property, plus claimed.yaml
   manifest: oracles/MANIFEST.sha256
   ledger: freeze_ledger.yaml
-  policy: ["gate.yaml", ".pre-commit-config.yaml", "conftest.py", "pytest.ini", ".ci/**"]
+  policy:                            # what configures the gate, runs it, or runs at Python start-up
+    - gate.yaml
+    - .pre-commit-config.yaml
+    - conftest.py
+    - pytest.ini
+    - .ci/**
+    # CI definitions: a patch that edits one replaces the job that judges it
+    - .github/**
+    - .gitlab-ci.yml
+    - .gitlab/**
+    - .circleci/**
+    - .buildkite/**
+    - Jenkinsfile
+    - azure-pipelines.yml
+    - .travis.yml
+    - bitbucket-pipelines.yml
+    - .woodpecker.yml
+    - .woodpecker/**
+    - .drone.yml
+    # what CI calls to run the gate
+    - noxfile.py
+    - tox.ini
+    - Makefile
+    - makefile
+    - GNUmakefile
+    - justfile
+    - Justfile
+    - .justfile
+    - Taskfile.yml
+    # Python start-up hooks: imported by any interpreter with their folder on its path
+    - sitecustomize.py
+    - usercustomize.py
+    - "*.pth"
+    # how git itself reads the tree (diff=, -diff, filters): the gate reads the patch with git
+    - .gitattributes
 agents:                              # how an agent patch is recognised
   authors: ["*[bot]@*"]              # commit author e-mail globs
   pushers: []                        # server-side identities (GL_USERNAME, GITHUB_USER_LOGIN, ...)

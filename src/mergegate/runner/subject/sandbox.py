@@ -19,7 +19,7 @@ import subprocess
 import sys
 import sysconfig
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,8 +123,12 @@ def probe() -> tuple[bool, bool, str]:
     return False, False, f"bubblewrap cannot make a sandbox here: {errors}"
 
 
-def choose(setting: str) -> str:
-    """The containment to use for ``runner.containment`` (auto | bwrap | none)."""
+def choose(setting: str, environ: Mapping[str, str] | None = None) -> str:
+    """The containment to use for ``runner.containment`` (auto | bwrap | none).
+
+    ``auto`` falls back to a plain process group only outside CI: in CI (``CI``, ``GITHUB_ACTIONS``,
+    ``GITLAB_CI``) the job is the gate, and a silent ``none`` there is where containment matters most.
+    """
     if setting == NONE:
         return NONE
     works, _disable, why = probe()
@@ -133,6 +137,12 @@ def choose(setting: str) -> str:
     if setting == BUBBLEWRAP:
         raise UsageError(f"runner.containment is bwrap but {why}",
                          "install it (Debian: apt-get install bubblewrap) or set runner.containment: auto")
+    from mergegate import ci
+
+    name = ci.where(os.environ if environ is None else environ)
+    if name is not None:
+        raise UsageError(f"runner.containment is auto and this is {name}, but {why}: production would run "
+                         "uncontained in the job that decides the verdict", ci.CONTAINMENT_FIX)
     return NONE
 
 
