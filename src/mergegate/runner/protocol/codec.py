@@ -160,7 +160,7 @@ _PLAIN_BASES = tuple(base for base, _enc in _SUBCLASS_ENCODERS)
 
 def builtin_type(value: Any) -> list[Any] | None:
     """``["B", name]`` when ``value`` is one of the builtin types both sides share by name."""
-    name = getattr(value, "__name__", "") if isinstance(value, type) else ""
+    name = getattr(value, "__name__", "") if issubclass(type(value), type) else ""  # type(): never __class__
     if name and BUILTIN_TYPES.get(name) is value:
         return ["B", name]
     return None

@@ -15,7 +15,6 @@ correct for honest production code.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import importlib
 import importlib.util
@@ -92,6 +91,14 @@ class Session:
             return self.objects[data[1]]
         if tag == "cb" and len(data) == 2 and type(data[1]) is int:
             return Callback(self, data[1])
+        if tag == "rv" and len(data) == 2 and type(data[1]) is int:
+            return OBJECTS.Reverse(self, data[1])
+        if tag == "std" and len(data) == 3 and all(type(d) is str for d in data[1:]):
+            return OBJECTS.standard(data[1], data[2])
+        if tag == "tv" and len(data) == 2 and type(data[1]) is str:
+            import typing
+
+            return typing.TypeVar(data[1])
         raise self.codec.CodecError(f"unknown reference {str(data)[:80]}")
 
     def dec(self, data: Any) -> Any:
@@ -148,7 +155,11 @@ def describe(obj: Any) -> list[Any]:
         if issubclass(obj, BaseException):
             bases = [c.__name__ for c in obj.__mro__ if c.__module__ == "builtins"]
             return ["exception", name, module, bases]
-        return ["class", name, module]
+        import collections.abc
+
+        abcs = [n for n in collections.abc.__all__ if n != "ByteString"
+                and issubclass(obj, getattr(collections.abc, n))]
+        return ["class", name, module, abcs]
     return ["callable" if callable(obj) else "object", type(obj).__qualname__]
 
 
@@ -160,13 +171,7 @@ class Callback:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         s = self.session
-        reply = s.endpoint.request(["callback", self.number, s.enc(list(args)), s.enc(kwargs)])
-        if reply[0] == "ok":
-            return s.dec(reply[1])
-        name = reply[1] if len(reply) > 1 and type(reply[1]) is str else "Exception"
-        cls = getattr(builtins, name, None)
-        cls = cls if isinstance(cls, type) and issubclass(cls, Exception) else RuntimeError
-        raise cls(reply[2] if len(reply) > 2 else "the oracle's callable failed")
+        return OBJECTS.answer(s, s.endpoint.request(["callback", self.number, s.enc(list(args)), s.enc(kwargs)]))
 
 
 def op_import(s: Session, name: str) -> list[Any]:
@@ -272,6 +277,21 @@ OPS: dict[str, Callable[..., list[Any]]] = {
     "import": op_import, "getattr": op_getattr, "setattr": op_setattr, "delattr": op_delattr,
     "call": op_call, "op": op_op, "signature": op_signature, "twin": op_twin,
 }
+
+
+def _load_objects() -> Any:
+    """``objects.py`` beside this file (snapshots, oracle classes, pickles, reverse handles), by path."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "objects.py")
+    spec = importlib.util.spec_from_file_location("_mergegate_subject_objects", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    OPS.update(module.OPS)
+    return module
+
+
+OBJECTS = _load_objects()
 
 
 # ---------------------------------------------------------------- the fork server

@@ -11,10 +11,12 @@ import contextlib
 import os
 import socket
 import time
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from mergegate.runner.protocol import codec, wire
+from mergegate.runner.trusted import reverse
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError, SubjectGone
 from mergegate.runner.trusted.proxies import (
     BUILTIN_EXCEPTIONS,
@@ -22,6 +24,30 @@ from mergegate.runner.trusted.proxies import (
     make_proxy,
     remote_id,
 )
+
+
+def _standard(obj: Any) -> list[Any] | None:
+    """A standard-library module, class or function by name (``["std", module, qualname]``), a TypeVar by name.
+
+    What the subject looks up is its own standard library's object of that name; nothing of this
+    process's object crosses.  Only names that resolve back to ``obj`` here are sent.
+    """
+    import sys
+    import typing
+
+    if isinstance(obj, typing.TypeVar):
+        return ["tv", obj.__name__]
+    if isinstance(obj, types.ModuleType):
+        name = getattr(obj, "__name__", "")
+        return ["std", name, ""] if type(name) is str and name.partition(".")[0] in sys.stdlib_module_names \
+            and sys.modules.get(name) is obj else None
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if type(module) is not str or type(qualname) is not str or module.partition(".")[0] not in sys.stdlib_module_names:
+        return None
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return ["std", module, qualname] if found is obj else None
 
 
 class Channel:
@@ -67,6 +93,16 @@ class Channel:
             self.calls, self.waited = calls, waited
 
     def request(self, *message: Any) -> Any:
+        return self._result(self._exchange(message), stop_allowed=message[:2] == ("op", "next"))
+
+    def raw(self, *message: Any) -> Any:
+        """A request whose ``ok`` value is returned as the JSON it came as (a snapshot), never decoded."""
+        reply = self._exchange(message)
+        if reply[0] == "ok" and len(reply) >= 2:
+            return reply[1]
+        return self._result(reply, stop_allowed=False)
+
+    def _exchange(self, message: tuple[Any, ...]) -> list[Any]:
         self.calls += 1
         started = time.perf_counter()
         try:
@@ -81,7 +117,7 @@ class Channel:
             raise SubjectGone(f"the channel to the subject failed: {exc}") from None
         self.waited += time.perf_counter() - started
         self._raise_sticky()
-        return self._result(reply, stop_allowed=message[:2] == ("op", "next"))
+        return reply
 
     def twin(self) -> int | None:
         """A connection to a twin of this channel's subject process (same objects, its own process).
@@ -149,6 +185,9 @@ class Channel:
             if ref[0] is not self:
                 raise codec.CodecError("a production object from another subject")
             return ["h", ref[1]]
+        named = _standard(obj)
+        if named is not None:
+            return named
         if callable(obj) and not isinstance(obj, type):
             key = id(obj)
             number = self.callback_ids.get(key)
@@ -156,6 +195,13 @@ class Channel:
                 number = self.callback_ids[key] = len(self.callbacks)
                 self.callbacks.append(obj)
             return ["cb", number]
+        if not isinstance(obj, type):  # an object of the oracle's: production's uses of it come back here
+            key = id(obj)
+            number = self.callback_ids.get(key)
+            if number is None:
+                number = self.callback_ids[key] = len(self.callbacks)
+                self.callbacks.append(obj)
+            return ["rv", number]
         raise codec.CodecError(f"cannot pass a {type(obj).__qualname__} to production code")
 
     def dec(self, data: Any) -> Any:
@@ -205,6 +251,8 @@ class Channel:
     # -- callbacks: production calling an oracle callable
 
     def _serve_callback(self, message: list[Any]) -> list[Any]:
+        if message[0] in ("rget", "rop"):
+            return reverse.serve(self, message)
         if message[0] != "callback" or len(message) != 4 or type(message[1]) is not int \
                 or not 0 <= message[1] < len(self.callbacks):
             return ["err", "ValueError", "the subject asked for an unknown callback"]

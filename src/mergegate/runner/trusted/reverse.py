@@ -1,0 +1,46 @@
+"""Production using an object of the oracle's (not a callable): each use comes back here and runs here.
+
+The oracle passed ``SupportsKeysAndGetItem({...})`` to a production function: the subject
+holds a ``Reverse`` stand-in (``subject/server.py``) whose attribute reads and operations are
+requests to the evaluator, answered by the oracle's own object in this process.  What the
+object raises is re-raised in the property when the production call returns (sticky, as for
+callbacks), except the protocol answers production is entitled to (``AttributeError`` for a
+missing attribute, ``KeyError``/``IndexError`` from ``[]``, ``StopIteration`` from ``next``):
+``hasattr`` and ``dict(obj)`` must work.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+OPS: dict[str, Any] = {
+    "getitem": operator.getitem, "len": len, "iter": iter, "next": next, "contains": operator.contains,
+    "repr": repr, "eq": operator.eq, "hash": hash, "call": lambda obj, args, kwargs: obj(*args, **kwargs),
+}
+ANSWERS = {"rget": (AttributeError,), "getitem": (KeyError, IndexError), "next": (StopIteration,)}
+
+
+def serve(ch: Any, message: list[Any]) -> list[Any]:
+    """One ``rget`` (``[op, number, name]``) or ``rop`` (``[op, number, name, args]``) request."""
+    number = message[1] if len(message) >= 3 else None
+    if type(number) is not int or not 0 <= number < len(ch.callbacks) or type(message[2]) is not str \
+            or message[2].startswith("_gate"):
+        return ["err", "ValueError", "the subject asked for an unknown object of the oracle's"]
+    obj, name = ch.callbacks[number], message[2]
+    expected: tuple[type[BaseException], ...] = ANSWERS.get("rget" if message[0] == "rget" else name, ())
+    try:
+        if message[0] == "rget":
+            value = getattr(obj, name)
+        else:
+            fn = OPS.get(name)
+            args = ch.dec(message[3]) if len(message) == 4 else None
+            if fn is None or type(args) is not list:
+                return ["err", "ValueError", f"unknown operation {name!r}"]
+            value = fn(obj, *args)
+        return ["ok", ch.enc(value)]
+    except expected as exc:
+        return ["err", type(exc).__name__, str(exc)[:2000]]
+    except BaseException as exc:
+        ch.sticky.append(exc)
+        return ["err", "Exception", str(exc)[:2000]]
