@@ -18,7 +18,8 @@ A node is a JSON array:
   (``module:qualname``), what its type declares (``_flags``: no hash, its own truth), the
   kind of state read (``KINDS``) and that state: for ``mapping``
   key and value nodes in turn, for ``set``/``sequence`` the items, for ``fields``/``enum``
-  name and value nodes in turn, nothing for ``opaque``;
+  name and value nodes in turn, for ``identity`` (a class without its own ``__eq__``: Python
+  compares it by identity) its reference, nothing for ``opaque``;
 - ``["r", reference]``: a class, function or module, compared by identity (its handle);
 - ``["c", depth]``: a cycle back to the object ``depth`` levels up.
 
@@ -32,18 +33,19 @@ from __future__ import annotations
 
 import time
 import types
+import weakref
 from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any
 
 from .codec import _PLAIN_BASES, CodecError, encode
 
-KINDS = ("mapping", "set", "sequence", "enum", "fields", "opaque")
+KINDS = ("mapping", "set", "sequence", "enum", "fields", "identity", "opaque")
 MAX_NODES = 20_000
 MAX_DEPTH = 40
 MAX_SECONDS = 2.0
 
 _PLAIN_SCALARS = (type(None), bool, int, float, str)
-_BY_IDENTITY = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
+_BY_IDENTITY = (type, weakref.ref, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
                 types.MethodDescriptorType, types.WrapperDescriptorType, property, staticmethod, classmethod)
 
 
@@ -95,7 +97,10 @@ class Walk:
                 raise
         if isinstance(obj, _BY_IDENTITY):
             return ["r", self.ref(obj)]
-        return ["o", _type_name(kind), _flags(kind), *self._state(obj, kind)]
+        flags = _flags(kind)
+        if "ideq" in flags:  # no __eq__ of its own: Python compares it by identity, and so does the evaluator
+            return ["o", _type_name(kind), flags, "identity", ["r", self.ref(obj)]]
+        return ["o", _type_name(kind), flags, *self._state(obj, kind)]
 
     def _plain(self, obj: Any, kind: type) -> list[Any]:
         if kind is dict:
@@ -147,6 +152,8 @@ def _flags(kind: type) -> list[str]:
         flags.append("nohash")
     if any("__bool__" in vars(k) or "__len__" in vars(k) for k in mro):
         flags.append("truth")
+    if not any("__eq__" in vars(k) for k in mro):
+        flags.append("ideq")
     return flags
 
 
@@ -189,9 +196,11 @@ def _fields(obj: Any, kind: type) -> list[tuple[str, Any]] | None:
     except Exception:
         return None
     if type(reduced) is tuple and len(reduced) >= 2:
-        rest = list(reduced[1:3])
-        if any(v not in ((), None, {}) for v in rest):
-            return [("args", reduced[1]), ("state", reduced[2] if len(reduced) > 2 else None)]
+        args, state = reduced[1], reduced[2] if len(reduced) > 2 else None
+        if type(args) is tuple and args[:1] == (kind,):
+            args = args[1:]  # copyreg.__newobj__(cls, *args): the class is not state
+        if args not in ((), None) or state not in (None, {}):
+            return [("args", args), ("state", state)]
     return None
 
 

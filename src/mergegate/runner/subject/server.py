@@ -80,7 +80,7 @@ class Session:
         handle = len(self.objects) + 1
         self.objects[handle] = obj  # kept alive for the session: its id is never reused
         self.ids[key] = handle
-        return ["H", handle, describe(obj)]
+        return ["H", handle, describe(obj, self.ref)]
 
     def enc(self, value: Any) -> Any:
         return self.codec.encode(value, self.ref)
@@ -145,8 +145,8 @@ class Session:
                               "test (an installed copy?); the sealed runner never substitutes it")
 
 
-def describe(obj: Any) -> list[Any]:
-    """What the evaluator needs to build its stand-in: kind, names, exception bases."""
+def describe(obj: Any, ref: Callable[[Any], list[Any]]) -> list[Any]:
+    """What the evaluator needs to build its stand-in: kind, names, exception bases (production's as references)."""
     if isinstance(obj, types.ModuleType):
         return ["module", str(getattr(obj, "__name__", "?"))]
     if isinstance(obj, type):
@@ -154,7 +154,8 @@ def describe(obj: Any) -> list[Any]:
         module = str(getattr(obj, "__module__", "?"))
         if issubclass(obj, BaseException):
             bases = [c.__name__ for c in obj.__mro__ if c.__module__ == "builtins"]
-            return ["exception", name, module, bases]
+            direct = [b.__name__ if b.__module__ == "builtins" else ref(b) for b in obj.__bases__]
+            return ["exception", name, module, bases, direct]
         import collections.abc
 
         abcs = [n for n in collections.abc.__all__ if n != "ByteString"
@@ -211,7 +212,7 @@ OPERATORS: dict[str, Any] = {
         "imod", "ipow", "imatmul", "ilshift", "irshift", "iand", "ior", "ixor",
     )
 }
-OPERATORS.update({"len": len, "bool": bool, "hash": hash, "repr": repr, "str": str, "iter": iter,
+OPERATORS.update({"len": len, "bool": bool, "hash": hash, "repr": repr, "str": str, "iter": iter, "reversed": reversed,
                   "next": _next, "int": int, "float": float, "complex": complex, "format": format,
                   "divmod": divmod, "round": round, "dir": lambda o: sorted(map(str, dir(o))),
                   "isinstance": isinstance, "issubclass": issubclass, "bytes": bytes,

@@ -244,7 +244,7 @@ for _name in ("lt", "le", "gt", "ge"):
 setattr(Remote, "__divmod__", _forward("divmod", strict=True))  # noqa: B010
 setattr(Remote, "__rdivmod__", _forward("divmod", reflected=True, strict=True))  # noqa: B010
 for _name in ("neg", "pos", "abs", "invert", "index", "getitem", "setitem", "delitem", "int", "float",
-              "complex", "format", "round", "bytes"):
+              "complex", "format", "round", "bytes", "reversed"):
     setattr(Remote, f"__{_name}__", _forward(_name))
 setattr(Remote, "__dir__", lambda self: list(channel_of(self).op("dir", self)))  # noqa: B010
 
@@ -262,7 +262,15 @@ class RemoteType(type):
         return super().__new__(mcs, name, bases, namespace, **kwargs)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        return channel_of(cls).call(cls, args, kwargs)
+        made = channel_of(cls).call(cls, args, kwargs)
+        if ProductionError in type.__getattribute__(cls, "__mro__") and type(made) is Remote:
+            # ``raise ProductionError(...)`` in the oracle (its own model of the system): a raisable
+            # exception of the stand-in class, the production instance behind it for its attributes
+            exc = BaseException.__new__(cls)
+            exc.args = args
+            exc.__dict__["_gate_obj"] = made
+            return exc
+        return made
 
     def __getattr__(cls, name: str) -> Any:
         if (name.startswith("__") and name.endswith("__") and name not in ("__members__", "__annotations__")) \
@@ -271,6 +279,8 @@ class RemoteType(type):
         return channel_of(cls).getattr(cls, name)
 
     def __instancecheck__(cls, obj: Any) -> bool:
+        if type(type(obj)) is RemoteType:  # an exception raised here from a production class: its real classes
+            return type.__subclasscheck__(cls, type(obj))
         if not _is_remote(obj):
             return False  # the evaluator's own value is never a production instance
         return channel_of(cls).op("isinstance", obj, cls) is True
@@ -349,11 +359,16 @@ def make_proxy(ch: Link, number: int, desc: list[Any]) -> Any:
         return module
     if kind in ("class", "exception") and len(desc) >= 3 and all(type(d) is str for d in desc[1:3]):
         bases: tuple[type, ...] = (object,)
-        if kind == "exception" and len(desc) == 4 and type(desc[3]) is list:
+        if kind == "exception" and len(desc) >= 4 and type(desc[3]) is list:
             bases = _exception_bases(desc[3])
         name = desc[1].rpartition(".")[2] or "Production"
-        cls = RemoteType(name, bases, {"__qualname__": desc[1], "__module__": desc[2], "_gate_ref": (ch, number),
-                                        "remote_type": desc[1]})
+        namespace = {"__qualname__": desc[1], "__module__": desc[2], "_gate_ref": (ch, number), "remote_type": desc[1]}
+        own = _production_bases(ch, desc[4]) if kind == "exception" and len(desc) == 5 and type(desc[4]) is list \
+            else None
+        try:
+            cls = RemoteType(name, own or bases, dict(namespace))
+        except TypeError:  # no consistent order of the production bases here: the builtin ones only
+            cls = RemoteType(name, bases, namespace)
         if kind == "class" and len(desc) == 4 and type(desc[3]) is list:
             _register(cls, desc[3])
         return cls
@@ -374,6 +389,26 @@ def _register(cls: type, names: list[Any]) -> None:
         abc = getattr(collections.abc, name, None) if type(name) is str and name in collections.abc.__all__ else None
         if isinstance(abc, type):
             abc.register(cls)  # type: ignore[attr-defined]
+
+
+def _production_bases(ch: Link, direct: list[Any]) -> tuple[type, ...] | None:
+    """The stand-ins of an exception class's own bases, so ``except ProductionBase`` matches as it does there
+    (Python matches ``except`` by the real class hierarchy, never asking ``__subclasscheck__``)."""
+    bases: list[type] = []
+    for base in direct:
+        if type(base) is str:
+            cls = BUILTIN_EXCEPTIONS.get(base) if base not in ITERATION_ENDS else None
+            if cls is None:
+                return None
+            bases.append(cls)
+        else:
+            cls = ch.dec(base)
+            if type(cls) is not RemoteType or not issubclass(cls, ProductionError):
+                return None
+            bases.append(cls)
+    if not any(issubclass(b, ProductionError) for b in bases):
+        bases.append(ProductionError)
+    return tuple(bases)
 
 
 def _exception_bases(names: Iterable[Any]) -> tuple[type, ...]:

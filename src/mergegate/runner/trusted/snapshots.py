@@ -9,6 +9,7 @@ operators over the evaluator's own data:
 - a ``Mapping`` or ``Set`` equals any mapping or set with equal items (the
   collections ABCs' own rule), a ``Sequence`` a list, tuple or sequence of its own
   type with equal items in order;
+- an object whose class has no ``__eq__`` of its own equals only itself (Python's rule);
 - any other object equals an object of the same type (qualified name) with equal state;
 - an object whose state cannot be read (``opaque``) is never compared: refused.
 
@@ -73,6 +74,8 @@ class Snap:
             if self.kind == "mapping":
                 return bool(self.state == dict(other.items())) if isinstance(other, Mapping) else NotImplemented
             return bool(self.state == frozenset(other)) if isinstance(other, Set) else NotImplemented
+        if self.kind == "identity":
+            return self.state is other.state if type(other) is Snap and other.kind == "identity" else NotImplemented
         if type(other) is not Snap:
             if self.kind == "sequence" and type(other) in (list, tuple):
                 return list(self.state) == list(other)  # type: ignore[call-overload]
@@ -88,6 +91,8 @@ class Snap:
             raise TypeError(f"unhashable type: '{self.type.rpartition(':')[2]}'")
         if self.kind == "opaque":
             raise _opaque("`hash`")
+        if self.kind == "identity":
+            return hash(("identity", id(self.state)))  # one stand-in per production object
         if self.kind == "set":
             return hash(self.state)
         if self.kind == "mapping":
@@ -172,7 +177,7 @@ def decode(ch: Link, node: Any, depth: int) -> Any:
         if tag in ("L", "T", "S", "FS", "M"):
             return _plain(tag, items)
         if tag == "o" and len(rest) >= 3 and type(rest[0]) is str and type(rest[1]) is list \
-                and rest[2] in ("mapping", "set", "sequence", "enum", "fields", "opaque"):
+                and rest[2] in ("mapping", "set", "sequence", "enum", "fields", "identity", "opaque"):
             return Snap(rest[0], frozenset(f for f in rest[1] if type(f) is str), rest[2], _state(rest[2], items))
     except codec.CodecError as exc:
         raise SealedCallError(f"the subject sent a malformed snapshot: {exc}") from None
@@ -206,4 +211,6 @@ def _state(kind: str, items: list[Any]) -> Any:
         return frozenset(items)
     if kind == "sequence":
         return tuple(items)
+    if kind == "identity" and len(items) == 1:
+        return items[0]
     return None
