@@ -46,32 +46,34 @@ class Reverse:
         s = object.__getattribute__(self, "_gate_session")
         return answer(s, s.endpoint.request(["rget", object.__getattribute__(self, "_gate_number"), name]))
 
-    def __getitem__(self, key: Any) -> Any:
-        return self._gate_op("getitem", key)
-
-    def __len__(self) -> int:
-        return int(self._gate_op("len"))
-
-    def __iter__(self) -> Any:
-        return self._gate_op("iter")
-
-    def __next__(self) -> Any:
-        return self._gate_op("next")
-
-    def __contains__(self, item: Any) -> bool:
-        return self._gate_op("contains", item) is True
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._gate_op("call", list(args), kwargs)
-
     def __repr__(self) -> str:
         return str(self._gate_op("repr"))
 
     def __eq__(self, other: object) -> bool:
         return self._gate_op("eq", other) is True
 
-    def __hash__(self) -> int:
-        return int(self._gate_op("hash"))
+    __hash__ = None  # type: ignore[assignment]
+
+
+PROTOCOLS: dict[str, Any] = {
+    "__getitem__": lambda self, key: self._gate_op("getitem", key),
+    "__len__": lambda self: int(self._gate_op("len")),
+    "__iter__": lambda self: self._gate_op("iter"),
+    "__next__": lambda self: self._gate_op("next"),
+    "__contains__": lambda self, item: self._gate_op("contains", item) is True,
+    "__call__": lambda self, *args, **kwargs: self._gate_op("call", list(args), kwargs),
+    "__hash__": lambda self: int(self._gate_op("hash")),
+}
+_classes: dict[frozenset[str], type] = {}
+
+
+def reverse(session: Session, number: int, protocols: list[Any]) -> Reverse:
+    """A ``Reverse`` with exactly the protocols the oracle's object has (``hasattr(x, "__len__")`` tells)."""
+    names = frozenset(p for p in protocols if p in PROTOCOLS)
+    cls = _classes.get(names)
+    if cls is None:
+        cls = _classes[names] = type("Reverse", (Reverse,), {"__slots__": (), **{n: PROTOCOLS[n] for n in names}})
+    return cls(session, number)  # type: ignore[no-any-return]
 
 
 def standard(module: str, qualname: str) -> Any:

@@ -89,10 +89,12 @@ class Session:
         tag = data[0]
         if tag == "h" and len(data) == 2 and data[1] in self.objects:
             return self.objects[data[1]]
-        if tag == "cb" and len(data) == 2 and type(data[1]) is int:
-            return Callback(self, data[1])
-        if tag == "rv" and len(data) == 2 and type(data[1]) is int:
-            return OBJECTS.Reverse(self, data[1])
+        if tag == "cb" and len(data) in (2, 3) and type(data[1]) is int:
+            return Callback(self, data[1], data[2] if len(data) == 3 and type(data[2]) is list else None)
+        if tag == "tz" and len(data) == 2:
+            return self.dec(data[1])  # a zone this side owns (or the evaluator's, as a reverse handle)
+        if tag == "rv" and len(data) == 3 and type(data[1]) is int and type(data[2]) is list:
+            return OBJECTS.reverse(self, data[1], data[2])
         if tag == "std" and len(data) == 3 and all(type(d) is str for d in data[1:]):
             return OBJECTS.standard(data[1], data[2])
         if tag == "tv" and len(data) == 2 and type(data[1]) is str:
@@ -167,8 +169,19 @@ def describe(obj: Any, ref: Callable[[Any], list[Any]]) -> list[Any]:
 class Callback:
     """An oracle callable: calling it asks the evaluator to run it and waits for the answer."""
 
-    def __init__(self, session: Session, number: int) -> None:
-        self.session, self.number = session, number
+    def __init__(self, session: Session, number: int, params: list[Any] | None = None) -> None:
+        self.session, self.number, self.params = session, number, params
+
+    @property
+    def __signature__(self) -> Any:
+        """The oracle callable's parameters (names and kinds; a default stands for itself): production that
+        inspects a callable's arity sees the oracle's."""
+        import inspect
+
+        if self.params is None:
+            raise ValueError("no signature")
+        return inspect.Signature([inspect.Parameter(str(n), inspect._ParameterKind(int(k)),
+                                                    **({"default": None} if d else {})) for n, k, d in self.params])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         s = self.session

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mergegate.runner.protocol import codec, wire
-from mergegate.runner.trusted import reverse
+from mergegate.runner.trusted import reverse, zones
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError, SubjectGone
 from mergegate.runner.trusted.proxies import (
     BUILTIN_EXCEPTIONS,
@@ -48,6 +48,17 @@ def _standard(obj: Any) -> list[Any] | None:
     for part in qualname.split("."):
         found = getattr(found, part, None)
     return ["std", module, qualname] if found is obj else None
+
+
+def _params(fn: Any) -> list[Any] | None:
+    """An oracle callable's parameters as ``[name, kind, has_default]`` (the subject's ``Callback.__signature__``)."""
+    import inspect
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    return [[p.name, int(p.kind), p.default is not p.empty] for p in sig.parameters.values()]
 
 
 class Channel:
@@ -180,6 +191,8 @@ class Channel:
                                   "(or mark the property isolation: shared)") from None
 
     def _ref(self, obj: Any) -> list[Any]:
+        if type(obj) is zones.Zone:
+            obj = obj.handle
         ref = remote_id(obj)
         if ref is not None:
             if ref[0] is not self:
@@ -194,14 +207,16 @@ class Channel:
             if number is None:
                 number = self.callback_ids[key] = len(self.callbacks)
                 self.callbacks.append(obj)
-            return ["cb", number]
+            return ["cb", number, _params(obj)]
         if not isinstance(obj, type):  # an object of the oracle's: production's uses of it come back here
             key = id(obj)
             number = self.callback_ids.get(key)
             if number is None:
                 number = self.callback_ids[key] = len(self.callbacks)
                 self.callbacks.append(obj)
-            return ["rv", number]
+            kind = type(obj)
+            return ["rv", number, [n for n in ("__getitem__", "__len__", "__iter__", "__next__", "__contains__",
+                                               "__call__", "__hash__") if getattr(kind, n, None) is not None]]
         raise codec.CodecError(f"cannot pass a {type(obj).__qualname__} to production code")
 
     def dec(self, data: Any) -> Any:
@@ -211,6 +226,11 @@ class Channel:
             raise SealedCallError(f"the subject sent a malformed value: {exc}") from None
 
     def _resolve(self, data: list[Any]) -> Any:
+        if data[0] == "tz" and len(data) == 2:
+            zone = self.dec(data[1])
+            if remote_id(zone) is None:
+                raise codec.CodecError("a zoned datetime whose zone is not a production object")
+            return zones.Zone(zone)
         if data[0] == "h" and len(data) == 2 and data[1] in self.proxies:
             return self.proxies[data[1]]
         if data[0] == "H" and len(data) == 3 and type(data[1]) is int and type(data[2]) is list:

@@ -9,24 +9,19 @@ against plain values are refused (see ``_forward``).
 
 from __future__ import annotations
 
-import builtins
 import decimal
 import fractions
 import inspect
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Literal
 
-from mergegate.runner.trusted import classdefs, pickles, snapshots
+from mergegate.runner.trusted import classdefs, hierarchy, pickles, snapshots
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
 
-BUILTIN_EXCEPTIONS = {name: cls for name, cls in vars(builtins).items()
-                      if isinstance(cls, type) and issubclass(cls, Exception)
-                      and not issubclass(cls, BaseExceptionGroup)}
-# End an iteration the property drives (a map(), a for loop): only ever the answer to ``next``.
-ITERATION_ENDS = frozenset({"StopIteration", "StopAsyncIteration"})
+BUILTIN_EXCEPTIONS, ITERATION_ENDS = hierarchy.BUILTIN_EXCEPTIONS, hierarchy.ITERATION_ENDS
 
 
 
@@ -266,7 +261,7 @@ class RemoteType(type):
         if ProductionError in type.__getattribute__(cls, "__mro__") and type(made) is Remote:
             # ``raise ProductionError(...)`` in the oracle (its own model of the system): a raisable
             # exception of the stand-in class, the production instance behind it for its attributes
-            exc = BaseException.__new__(cls)
+            exc: BaseException = BaseException.__new__(cls)  # type: ignore[arg-type]
             exc.args = args
             exc.__dict__["_gate_obj"] = made
             return exc
@@ -360,65 +355,19 @@ def make_proxy(ch: Link, number: int, desc: list[Any]) -> Any:
     if kind in ("class", "exception") and len(desc) >= 3 and all(type(d) is str for d in desc[1:3]):
         bases: tuple[type, ...] = (object,)
         if kind == "exception" and len(desc) >= 4 and type(desc[3]) is list:
-            bases = _exception_bases(desc[3])
+            bases = hierarchy.exception_bases(desc[3])
         name = desc[1].rpartition(".")[2] or "Production"
         namespace = {"__qualname__": desc[1], "__module__": desc[2], "_gate_ref": (ch, number), "remote_type": desc[1]}
-        own = _production_bases(ch, desc[4]) if kind == "exception" and len(desc) == 5 and type(desc[4]) is list \
-            else None
+        own = None
+        if kind == "exception" and len(desc) == 5 and type(desc[4]) is list:
+            own = hierarchy.production_bases(ch, desc[4])
         try:
             cls = RemoteType(name, own or bases, dict(namespace))
         except TypeError:  # no consistent order of the production bases here: the builtin ones only
             cls = RemoteType(name, bases, namespace)
         if kind == "class" and len(desc) == 4 and type(desc[3]) is list:
-            _register(cls, desc[3])
+            hierarchy.register(cls, desc[3])
         return cls
     proxy = object.__new__(Remote)
     object.__setattr__(proxy, "_gate_ref", (ch, number))
     return proxy
-
-
-def _register(cls: type, names: list[Any]) -> None:
-    """The collections ABCs the production class says it implements (``issubclass(cls, Mapping)``).
-
-    Production's claim about its own interface, as ``__iter__`` is: it changes what the oracle
-    does with the class (its own checks), never what a comparison concludes.
-    """
-    import collections.abc
-
-    for name in names:
-        abc = getattr(collections.abc, name, None) if type(name) is str and name in collections.abc.__all__ else None
-        if isinstance(abc, type):
-            abc.register(cls)  # type: ignore[attr-defined]
-
-
-def _production_bases(ch: Link, direct: list[Any]) -> tuple[type, ...] | None:
-    """The stand-ins of an exception class's own bases, so ``except ProductionBase`` matches as it does there
-    (Python matches ``except`` by the real class hierarchy, never asking ``__subclasscheck__``)."""
-    bases: list[type] = []
-    for base in direct:
-        if type(base) is str:
-            cls = BUILTIN_EXCEPTIONS.get(base) if base not in ITERATION_ENDS else None
-            if cls is None:
-                return None
-            bases.append(cls)
-        else:
-            cls = ch.dec(base)
-            if type(cls) is not RemoteType or not issubclass(cls, ProductionError):
-                return None
-            bases.append(cls)
-    if not any(issubclass(b, ProductionError) for b in bases):
-        bases.append(ProductionError)
-    return tuple(bases)
-
-
-def _exception_bases(names: Iterable[Any]) -> tuple[type, ...]:
-    """(the nearest builtin exception, ProductionError): ``except ValueError`` still matches."""
-    for name in names:
-        cls = BUILTIN_EXCEPTIONS.get(name) if type(name) is str and name not in ITERATION_ENDS else None
-        if cls is not None and cls is not Exception:
-            try:
-                type("probe", (cls, ProductionError), {})
-            except TypeError:
-                continue
-            return (cls, ProductionError)
-    return (ProductionError,)
