@@ -50,6 +50,16 @@ def _standard(obj: Any) -> list[Any] | None:
     return ["std", module, qualname] if found is obj else None
 
 
+def _protocols(kind: type) -> list[str]:
+    """The dunders an object of the oracle's has (its class's own namespaces, never the metaclass's)."""
+    out = []
+    for name in ("__getitem__", "__len__", "__iter__", "__next__", "__contains__", "__call__", "__hash__"):
+        found = next((vars(k)[name] for k in kind.__mro__ if name in vars(k)), None)
+        if found is not None:
+            out.append(name)
+    return out
+
+
 def _params(fn: Any) -> list[Any] | None:
     """An oracle callable's parameters as ``[name, kind, has_default]`` (the subject's ``Callback.__signature__``)."""
     import inspect
@@ -214,9 +224,7 @@ class Channel:
             if number is None:
                 number = self.callback_ids[key] = len(self.callbacks)
                 self.callbacks.append(obj)
-            kind = type(obj)
-            return ["rv", number, [n for n in ("__getitem__", "__len__", "__iter__", "__next__", "__contains__",
-                                               "__call__", "__hash__") if getattr(kind, n, None) is not None]]
+            return ["rv", number, _protocols(type(obj))]
         raise codec.CodecError(f"cannot pass a {type(obj).__qualname__} to production code")
 
     def dec(self, data: Any) -> Any:
