@@ -82,6 +82,8 @@ def _dict(value: dict[Any, Any], other: Other, depth: int) -> list[Any]:
 
 def _tuple(value: tuple[Any, ...], other: Other, depth: int) -> list[Any]:
     fields: Any = getattr(type(value), "_fields", None)
+    if type(value) is not tuple and _is_fields(fields) and type.__getattribute__(type(value), "__bases__") != (tuple,):
+        return other(value)  # a subclass of a named tuple (its own methods): the object stays where it is
     items = _items(tuple.__iter__(value), other, depth)
     if type(value) is not tuple and _is_fields(fields) and len(fields) == len(items):
         return ["nt", str(type(value).__name__), list(fields), *items]

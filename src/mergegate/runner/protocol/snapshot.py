@@ -17,9 +17,10 @@ A node is a JSON array:
 - ``["o", type, flags, kind, node...]``: a production object: its type's qualified name
   (``module:qualname``), what its type declares (``_flags``: no hash, its own truth), the
   kind of state read (``KINDS``) and that state: for ``mapping``
-  key and value nodes in turn, for ``set``/``sequence`` the items, for ``fields``/``enum``
+  key and value nodes in turn, for ``set``/``sequence``/``collection`` the items, for ``fields``/``enum``
   name and value nodes in turn, for ``identity`` (a class without its own ``__eq__``: Python
-  compares it by identity) its reference, nothing for ``opaque``;
+  compares it by identity) its reference (then its items, if it is a ``Collection``), nothing for
+  ``opaque``;
 - ``["r", reference]``: a class, function or module, compared by identity (its handle);
 - ``["c", depth]``: a cycle back to the object ``depth`` levels up.
 
@@ -34,12 +35,12 @@ from __future__ import annotations
 import time
 import types
 import weakref
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Mapping, Sequence, Set
 from typing import Any
 
 from .codec import _PLAIN_BASES, CodecError, encode
 
-KINDS = ("mapping", "set", "sequence", "enum", "fields", "identity", "opaque")
+KINDS = ("mapping", "set", "sequence", "collection", "enum", "fields", "identity", "opaque")
 MAX_NODES = 20_000
 MAX_DEPTH = 40
 MAX_SECONDS = 2.0
@@ -99,7 +100,9 @@ class Walk:
             return ["r", self.ref(obj)]
         flags = _flags(kind)
         if "ideq" in flags:  # no __eq__ of its own: Python compares it by identity, and so does the evaluator
-            return ["o", _type_name(kind), flags, "identity", ["r", self.ref(obj)]]
+            items = [self.node(v) for v in self._items(obj)] if isinstance(obj, Collection) else []
+            return ["o", _type_name(kind), [*flags, "items"] if isinstance(obj, Collection) else flags, "identity",
+                    ["r", self.ref(obj)], *items]
         return ["o", _type_name(kind), flags, *self._state(obj, kind)]
 
     def _plain(self, obj: Any, kind: type) -> list[Any]:
@@ -125,6 +128,8 @@ class Walk:
             return ["set", *[self.node(v) for v in self._items(obj)]]
         if isinstance(obj, Sequence) and not isinstance(obj, (str, bytes)):
             return ["sequence", *[self.node(v) for v in self._items(obj)]]
+        if isinstance(obj, Collection):  # sized, iterable, with `in`: its items, compared as a multiset
+            return ["collection", *[self.node(v) for v in self._items(obj)]]
         fields = _fields(obj, kind)
         if fields is None:
             return ["opaque"]

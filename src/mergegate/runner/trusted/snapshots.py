@@ -26,7 +26,8 @@ from mergegate.runner.protocol import codec
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
 
-CONTAINERS = ("mapping", "set", "sequence")
+CONTAINERS = ("mapping", "set", "sequence", "collection")
+KINDS = ("mapping", "set", "sequence", "collection", "enum", "fields", "identity", "opaque")
 MAX_DEPTH = 60
 
 
@@ -55,10 +56,12 @@ class Cycle:
 class Snap:
     """A production object's snapshot: type, flags, kind and state, compared by the evaluator."""
 
-    __slots__ = ("flags", "kind", "state", "type")
+    __slots__ = ("flags", "items", "kind", "state", "type")
 
-    def __init__(self, type_name: str, flags: frozenset[str], kind: str, state: Any) -> None:
+    def __init__(self, type_name: str, flags: frozenset[str], kind: str, state: Any,
+                 items: tuple[Any, ...] | None = None) -> None:
         self.type, self.flags, self.kind, self.state = type_name, flags, kind, state
+        self.items = items if items is not None else (tuple(state) if kind in ("sequence", "collection") else None)
 
     def __repr__(self) -> str:
         return f"<snapshot of {self.type}: {self.kind} {self.state!r}>"
@@ -76,6 +79,10 @@ class Snap:
             return bool(self.state == frozenset(other)) if isinstance(other, Set) else NotImplemented
         if self.kind == "identity":
             return self.state is other.state if type(other) is Snap and other.kind == "identity" else NotImplemented
+        if self.kind == "collection":
+            if type(other) is not Snap or other.kind != "collection" or other.type != self.type:
+                return NotImplemented
+            return _same_items(self.state, other.state)
         if type(other) is not Snap:
             if self.kind == "sequence" and type(other) in (list, tuple):
                 return list(self.state) == list(other)  # type: ignore[call-overload]
@@ -99,6 +106,8 @@ class Snap:
             return hash(frozenset(self.state.items()))
         if self.kind == "sequence":
             return hash(tuple(self.state))
+        if self.kind == "collection":
+            return hash((self.type, len(self.state)))
         try:
             return hash((self.type, self.kind, tuple(sorted(self.state.items())) if type(self.state) is dict
                          else self.state))
@@ -108,6 +117,8 @@ class Snap:
     def truth(self) -> bool:
         if self.kind in CONTAINERS:
             return len(self.state) > 0
+        if self.items is not None:
+            return len(self.items) > 0
         if "truth" in self.flags or self.kind == "opaque":
             raise SealedCallError(
                 "the truth of a production object that defines its own __bool__ or __len__ would be production's "
@@ -116,6 +127,8 @@ class Snap:
         return True  # Python's default: an object without __bool__ or __len__ is true
 
     def contains(self, item: Any) -> bool:
+        if self.kind == "identity" and self.items is not None:
+            return item in self.items
         if self.kind not in CONTAINERS:
             raise SealedCallError(f"`in` on a production {self.type} that is not a mapping, set or sequence would "
                                   "be decided by production code: test a plain value read off it")
@@ -176,9 +189,11 @@ def decode(ch: Link, node: Any, depth: int) -> Any:
         items = [decode(ch, n, depth + 1) for n in (rest[3:] if tag == "o" else rest)]
         if tag in ("L", "T", "S", "FS", "M"):
             return _plain(tag, items)
-        if tag == "o" and len(rest) >= 3 and type(rest[0]) is str and type(rest[1]) is list \
-                and rest[2] in ("mapping", "set", "sequence", "enum", "fields", "identity", "opaque"):
-            return Snap(rest[0], frozenset(f for f in rest[1] if type(f) is str), rest[2], _state(rest[2], items))
+        if tag == "o" and len(rest) >= 3 and type(rest[0]) is str and type(rest[1]) is list and rest[2] in KINDS:
+            flags = frozenset(f for f in rest[1] if type(f) is str)
+            if rest[2] == "identity" and items:
+                return Snap(rest[0], flags, "identity", items[0], tuple(items[1:]) if "items" in flags else None)
+            return Snap(rest[0], flags, rest[2], _state(rest[2], items))
     except codec.CodecError as exc:
         raise SealedCallError(f"the subject sent a malformed snapshot: {exc}") from None
     except TypeError as exc:  # an unhashable key or set member
@@ -209,8 +224,21 @@ def _state(kind: str, items: list[Any]) -> Any:
         return _pairs(items) if kind != "enum" else {"name": items[0] if items else None}
     if kind == "set":
         return frozenset(items)
-    if kind == "sequence":
+    if kind in ("sequence", "collection"):
         return tuple(items)
-    if kind == "identity" and len(items) == 1:
-        return items[0]
     return None
+
+
+def _same_items(mine: tuple[Any, ...], theirs: tuple[Any, ...]) -> bool:
+    """Equal as multisets (a bag's items in any order), with the evaluator's own ``==``."""
+    if len(mine) != len(theirs):
+        return False
+    rest = list(theirs)
+    for item in mine:
+        for i, other in enumerate(rest):
+            if item == other:
+                del rest[i]
+                break
+        else:
+            return False
+    return True
