@@ -280,3 +280,36 @@ def test_snapshots_are_bounded_in_the_subject(tmp_path: Path) -> None:
     loop.append(loop)
     assert snapshot.Walk(lambda o: ["h", 1]).node(loop) == ["L", ["c", 1]]
     assert isinstance(snapshots.Snap("m:T", frozenset(), "fields", {"a": 1}), snapshots.Snap)
+
+
+def test_a_method_read_and_called_is_one_request_and_still_a_value(prod: Any) -> None:
+    channel = standins.channel_of(prod)
+    first = prod.Point(1, 2)
+    assert first.__repr__() == "Point(x=1, y=2)"  # the first read learns that __repr__ is a method of Point
+    calls = channel.calls
+    assert prod.Point(3, 4).__repr__() == "Point(x=3, y=4)"
+    assert channel.calls - calls == 3  # read the class off the module, construct, then read-and-call at once
+    method = first.__repr__
+    assert method == first.__repr__ and method() == "Point(x=1, y=2)" and prod.arity(method) == 0
+    assert prod.use.__name__ == "use"  # a function, not a method of a production object: read as before
+
+
+def test_collections_and_named_tuple_subclasses(subject: sandbox.Subject, tmp_path: Path) -> None:
+    tree = Path(subject.spec.tree) / "src"
+    (tree / "bagmod.py").write_text(
+        "import collections, collections.abc\n"
+        "class Bag(collections.abc.Collection):\n"
+        "    def __init__(self, items):\n        self.items = list(items)\n"
+        "    def __iter__(self):\n        return iter(self.items)\n"
+        "    def __len__(self):\n        return len(self.items)\n"
+        "    def __contains__(self, x):\n        return True\n"
+        "    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = None\n"
+        "class Pair(collections.namedtuple('Pair', 'a b')):\n"
+        "    def swapped(self):\n        return Pair(self.b, self.a)\n")
+    channel = standins.Channel(subject.socket_path)
+    bags = channel.request("import", "bagmod")
+    assert bags.Bag([1, 2, 2]) == bags.Bag([2, 1, 2]) and bags.Bag([1, 2]) != bags.Bag([1, 2, 2])
+    assert 2 in bags.Bag([1, 2]) and 3 not in bags.Bag([1, 2]) and not bags.Bag([]) and bags.Bag([0])
+    pair = bags.Pair(1, 2)
+    assert type(pair) is standins.Remote and pair.swapped() == (2, 1) and pair == (1, 2)

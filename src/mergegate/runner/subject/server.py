@@ -213,6 +213,13 @@ def op_call(s: Session, target: Any, args: Any, kwargs: Any) -> list[Any]:
     return ["ok", s.enc(fn(*pos, **kw))]
 
 
+def op_callattr(s: Session, target: Any, name: str, args: Any, kwargs: Any) -> list[Any]:
+    """``target.name(*args, **kwargs)``: an attribute read and its call in one request."""
+    fn = getattr(s.dec(target), name)
+    pos, kw = s.dec(args), s.dec(kwargs)
+    return ["ok", s.enc(fn(*pos, **kw))]
+
+
 def _next(it: Any) -> Any:
     return next(it)
 
@@ -289,7 +296,7 @@ def op_affinity(s: Session, cpu: Any) -> list[Any]:
 OPS: dict[str, Callable[..., list[Any]]] = {
     "affinity": op_affinity,
     "import": op_import, "getattr": op_getattr, "setattr": op_setattr, "delattr": op_delattr,
-    "call": op_call, "op": op_op, "signature": op_signature, "twin": op_twin,
+    "call": op_call, "callattr": op_callattr, "op": op_op, "signature": op_signature, "twin": op_twin,
 }
 
 

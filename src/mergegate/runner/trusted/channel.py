@@ -18,6 +18,7 @@ from typing import Any
 from mergegate.runner.protocol import codec, wire
 from mergegate.runner.trusted import reverse, zones
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError, SubjectGone
+from mergegate.runner.trusted.methods import Method
 from mergegate.runner.trusted.proxies import (
     BUILTIN_EXCEPTIONS,
     ITERATION_ENDS,
@@ -79,6 +80,7 @@ class Channel:
         self.endpoint: wire.Endpoint | None = None
         self.proxies: dict[int, Any] = {}
         self.callbacks: list[Callable[..., Any]] = []
+        self.methods: set[tuple[str, str]] = set()
         self.callback_ids: dict[int, int] = {}
         self.sticky: list[BaseException] = []
         self.calls = 0
@@ -203,6 +205,8 @@ class Channel:
     def _ref(self, obj: Any) -> list[Any]:
         if type(obj) is zones.Zone:
             obj = obj.handle
+        elif type(obj) is Method:
+            obj = obj.gate_read()
         ref = remote_id(obj)
         if ref is not None:
             if ref[0] is not self:

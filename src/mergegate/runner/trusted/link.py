@@ -13,6 +13,8 @@ from typing import Any, Protocol
 class Link(Protocol):
     """Requests to one subject process; values encoded and decoded on this side."""
 
+    methods: set[tuple[str, str]]  # (type, name) pairs that were methods: ``proxies.Method``
+
     def request(self, *message: Any) -> Any: ...
 
     def raw(self, *message: Any) -> Any: ...

@@ -17,7 +17,7 @@ import types
 from collections.abc import Callable
 from typing import Any, Literal
 
-from mergegate.runner.trusted import classdefs, hierarchy, pickles, snapshots
+from mergegate.runner.trusted import classdefs, hierarchy, methods, pickles, snapshots
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
 
@@ -55,12 +55,19 @@ HARNESS = frozenset({
 class Remote:
     """An opaque handle to an object that stays in the subject; every use is a request."""
 
-    __slots__ = ("__weakref__", "_gate_ref")
+    __slots__ = ("__weakref__", "_gate_ref", "_gate_type")
 
     def __getattr__(self, name: str) -> Any:
         if name in HARNESS:
             raise AttributeError(name)
-        return channel_of(self).getattr(self, name)
+        ch = channel_of(self)
+        key = (object.__getattribute__(self, "_gate_type"), name)
+        if key in ch.methods:  # a method of this type before: read and called in one request (``Method``)
+            return methods.Method(self, name)
+        value = ch.getattr(self, name)
+        if type(value) is Remote and object.__getattribute__(value, "_gate_type") == "method":
+            ch.methods.add(key)
+        return value
 
     def __setattr__(self, name: str, value: Any) -> None:
         channel_of(self).request("setattr", channel_of(self).enc(self), name, channel_of(self).enc(value))
@@ -370,4 +377,5 @@ def make_proxy(ch: Link, number: int, desc: list[Any]) -> Any:
         return cls
     proxy = object.__new__(Remote)
     object.__setattr__(proxy, "_gate_ref", (ch, number))
+    object.__setattr__(proxy, "_gate_type", desc[1] if len(desc) > 1 and type(desc[1]) is str else "?")
     return proxy
