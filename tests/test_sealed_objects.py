@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import enum
 import os
 import pickle
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 from mergegate.runner.subject import sandbox
-from mergegate.runner.trusted import pickles, snapshots, standins
+from mergegate.runner.trusted import classdefs, pickles, snapshots, standins
 
 PRODUCTION = '''
 import collections.abc, dataclasses, datetime, enum, itertools, os, random
@@ -154,7 +155,17 @@ def where():
 
 def fail_sub():
     raise SubError("deep")
+
+def describe_type(cls, member):
+    return cls.__name__, isinstance(cls, type), type(member).__name__, member.name, member.value, member is cls.RED
 '''
+
+
+class Marker(enum.Enum):
+    """An oracle class handed to production: copied into the subject from this file's text."""
+
+    RED = 1
+    BLUE = 2
 
 
 @pytest.fixture(scope="module")
@@ -313,3 +324,13 @@ def test_collections_and_named_tuple_subclasses(subject: sandbox.Subject, tmp_pa
     assert 2 in bags.Bag([1, 2]) and 3 not in bags.Bag([1, 2]) and not bags.Bag([]) and bags.Bag([0])
     pair = bags.Pair(1, 2)
     assert type(pair) is standins.Remote and pair.swapped() == (2, 1) and pair == (1, 2)
+
+
+def test_an_oracle_class_handed_to_production_is_copied_there(prod: Any) -> None:
+    with pytest.raises(standins.SealedCallError, match="cannot pass a EnumType"):
+        prod.describe_type(Marker, Marker.RED)  # not from the trusted oracle tree: never copied
+    classdefs._trusted[:] = [str(Path(__file__).parent)]
+    try:
+        assert prod.describe_type(Marker, Marker.RED) == ("Marker", True, "Marker", "RED", 1, True)
+    finally:
+        classdefs._trusted[:] = []

@@ -36,7 +36,7 @@ SMALL_INT = 1 << 53  # JSON numbers beyond this lose precision in many readers: 
 BUILTIN_TYPES = {t.__name__: t for t in (
     int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set, frozenset, object, type,
     range, slice, memoryview, property, staticmethod, classmethod, super, enumerate, zip, map, filter,
-    reversed,
+    reversed, type(None), type(...), type(NotImplemented),
 )}
 
 

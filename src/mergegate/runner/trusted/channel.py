@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mergegate.runner.protocol import codec, wire
-from mergegate.runner.trusted import reverse, zones
+from mergegate.runner.trusted import classdefs, reverse, zones
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError, SubjectGone
 from mergegate.runner.trusted.methods import Method
 from mergegate.runner.trusted.proxies import (
@@ -81,6 +81,7 @@ class Channel:
         self.proxies: dict[int, Any] = {}
         self.callbacks: list[Callable[..., Any]] = []
         self.methods: set[tuple[str, str]] = set()
+        self.mirrors: dict[int, tuple[type, Any]] = {}
         self.callback_ids: dict[int, int] = {}
         self.sticky: list[BaseException] = []
         self.calls = 0
@@ -215,6 +216,9 @@ class Channel:
         named = _standard(obj)
         if named is not None:
             return named
+        copied = self._mirrored(obj)
+        if copied is not None:
+            return copied
         if callable(obj) and not isinstance(obj, type):
             key = id(obj)
             number = self.callback_ids.get(key)
@@ -230,6 +234,20 @@ class Channel:
                 self.callbacks.append(obj)
             return ["rv", number, _protocols(type(obj))]
         raise codec.CodecError(f"cannot pass a {type(obj).__qualname__} to production code")
+
+    def _mirrored(self, obj: Any) -> list[Any] | None:
+        """An oracle class as the subject's copy of it; a member of an oracle Enum as the copy's member."""
+        import enum
+
+        if isinstance(obj, type):
+            made = classdefs.mirror(self, obj)
+        elif isinstance(obj, enum.Enum):
+            made = classdefs.mirror(self, type(obj))
+            made = self.getattr(made, obj.name) if made is not None else None
+        else:
+            return None
+        ref = remote_id(made)
+        return ["h", ref[1]] if ref is not None else None
 
     def dec(self, data: Any) -> Any:
         try:
