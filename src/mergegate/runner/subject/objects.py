@@ -105,9 +105,11 @@ def op_defclass(s: Session, source: str, name: str, module: str, bases: Any, nam
     exec(compile(source, f"<oracle class {name}>", "exec"), namespace)
     cls = namespace[name]
     home = sys.modules.get(module)
-    if home is None:  # the oracle module's name, here: pickle finds the class by it
+    if home is None:  # the oracle module's name, here: pickle (and a type named by string) finds the class by it
         home = sys.modules[module] = types.ModuleType(module)
         home.__dict__["__gate_oracle__"] = True
+        # any other name of the oracle module is asked of the evaluator (an oracle class comes as its copy)
+        home.__dict__["__getattr__"] = lambda attr: answer(s, s.endpoint.request(["rmod", module, attr]))
     if home.__dict__.get("__gate_oracle__"):
         setattr(home, name, cls)
     return ["ok", s.enc(cls)]

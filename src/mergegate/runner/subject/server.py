@@ -162,7 +162,7 @@ def describe(obj: Any, ref: Callable[[Any], list[Any]]) -> list[Any]:
 
         abcs = [n for n in collections.abc.__all__ if n != "ByteString"
                 and issubclass(obj, getattr(collections.abc, n))]
-        return ["class", name, module, abcs]
+        return ["class", name, module, abcs, str(getattr(obj, "__name__", name))]
     return ["callable" if callable(obj) else "object", type(obj).__qualname__]
 
 

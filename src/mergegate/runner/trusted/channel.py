@@ -82,6 +82,7 @@ class Channel:
         self.callbacks: list[Callable[..., Any]] = []
         self.methods: set[tuple[str, str]] = set()
         self.mirrors: dict[int, tuple[type, Any]] = {}
+        self.mirrored: dict[int, Any] = {}
         self.callback_ids: dict[int, int] = {}
         self.sticky: list[BaseException] = []
         self.calls = 0
@@ -247,7 +248,10 @@ class Channel:
         else:
             return None
         ref = remote_id(made)
-        return ["h", ref[1]] if ref is not None else None
+        if ref is None:
+            return None
+        self.mirrored[ref[1]] = obj  # coming back, the copy is the oracle's own class (or member) again
+        return ["h", ref[1]]
 
     def dec(self, data: Any) -> Any:
         try:
@@ -261,6 +265,8 @@ class Channel:
             if remote_id(zone) is None:
                 raise codec.CodecError("a zoned datetime whose zone is not a production object")
             return zones.Zone(zone)
+        if data[0] in ("h", "H") and len(data) >= 2 and type(data[1]) is int and data[1] in self.mirrored:
+            return self.mirrored[data[1]]
         if data[0] == "h" and len(data) == 2 and data[1] in self.proxies:
             return self.proxies[data[1]]
         if data[0] == "H" and len(data) == 3 and type(data[1]) is int and type(data[2]) is list:
@@ -303,6 +309,8 @@ class Channel:
     def _serve_callback(self, message: list[Any]) -> list[Any]:
         if message[0] in ("rget", "rop"):
             return reverse.serve(self, message)
+        if message[0] == "rmod":
+            return reverse.module_name(self, message)
         if message[0] != "callback" or len(message) != 4 or type(message[1]) is not int \
                 or not 0 <= message[1] < len(self.callbacks):
             return ["err", "ValueError", "the subject asked for an unknown callback"]

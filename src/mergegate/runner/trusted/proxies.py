@@ -62,11 +62,12 @@ class Remote:
             raise AttributeError(name)
         ch = channel_of(self)
         key = (object.__getattribute__(self, "_gate_type"), name)
-        if key in ch.methods:  # a method of this type before: read and called in one request (``Method``)
+        known = getattr(ch, "methods", None)  # a Link may keep none (then every read is one)
+        if known is not None and key in known:  # a method of this type before: read and call in one request
             return methods.Method(self, name)
         value = ch.getattr(self, name)
-        if type(value) is Remote and object.__getattribute__(value, "_gate_type") == "method":
-            ch.methods.add(key)
+        if known is not None and type(value) is Remote and object.__getattribute__(value, "_gate_type") == "method":
+            known.add(key)
         return value
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -364,6 +365,8 @@ def make_proxy(ch: Link, number: int, desc: list[Any]) -> Any:
         if kind == "exception" and len(desc) >= 4 and type(desc[3]) is list:
             bases = hierarchy.exception_bases(desc[3])
         name = desc[1].rpartition(".")[2] or "Production"
+        if len(desc) == 5 and type(desc[4]) is str and desc[4].isidentifier():
+            name = desc[4]  # its __name__, when production set one (a class made at run time)
         namespace = {"__qualname__": desc[1], "__module__": desc[2], "_gate_ref": (ch, number), "remote_type": desc[1]}
         own = None
         if kind == "exception" and len(desc) == 5 and type(desc[4]) is list:
@@ -372,7 +375,7 @@ def make_proxy(ch: Link, number: int, desc: list[Any]) -> Any:
             cls = RemoteType(name, own or bases, dict(namespace))
         except TypeError:  # no consistent order of the production bases here: the builtin ones only
             cls = RemoteType(name, bases, namespace)
-        if kind == "class" and len(desc) == 4 and type(desc[3]) is list:
+        if kind == "class" and len(desc) >= 4 and type(desc[3]) is list:
             hierarchy.register(cls, desc[3])
         return cls
     proxy = object.__new__(Remote)

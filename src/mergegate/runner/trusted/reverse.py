@@ -21,6 +21,24 @@ OPS: dict[str, Any] = {
 ANSWERS = {"rget": (AttributeError,), "getitem": (KeyError, IndexError), "next": (StopIteration,)}
 
 
+def module_name(ch: Any, message: list[Any]) -> list[Any]:
+    """``rmod``: production read a name of an oracle module (a type named by string): the oracle's value, a
+    class as the subject's copy (``classdefs.mirror``); only modules of the trusted oracle tree answer."""
+    import sys
+
+    from mergegate.runner.trusted import classdefs
+
+    module = sys.modules.get(message[1]) if len(message) == 3 and type(message[1]) is str else None
+    file = getattr(module, "__file__", None)
+    if module is None or type(file) is not str or not classdefs._is_trusted(file) or type(message[2]) is not str \
+            or message[2].startswith("_") or not hasattr(module, message[2]):
+        return ["err", "AttributeError", f"oracle module has no attribute {str(message[2])[:100]!r}"]
+    try:
+        return ["ok", ch.enc(getattr(module, message[2]))]
+    except Exception as exc:
+        return ["err", "AttributeError", str(exc)[:500]]
+
+
 def serve(ch: Any, message: list[Any]) -> list[Any]:
     """One ``rget`` (``[op, number, name]``) or ``rop`` (``[op, number, name, args]``) request."""
     number = message[1] if len(message) >= 3 else None
