@@ -156,6 +156,11 @@ def where():
 def fail_sub():
     raise SubError("deep")
 
+def clear_it(obj):
+    obj.clear()
+    obj.items.append("production's")
+    return len(obj.items)
+
 def describe_type(cls, member):
     return cls.__name__, isinstance(cls, type), type(member).__name__, member.name, member.value, member is cls.RED
 '''
@@ -334,3 +339,37 @@ def test_an_oracle_class_handed_to_production_is_copied_there(prod: Any) -> None
         assert prod.describe_type(Marker, Marker.RED) == ("Marker", True, "Marker", "RED", 1, True)
     finally:
         classdefs._trusted[:] = []
+
+
+SETTING = {"plain": [1, 2]}
+
+
+def helper_the_oracle_keeps() -> str:
+    return "never production's to call"
+
+
+class Model:
+    def __init__(self) -> None:
+        self.items = [1, 2, 3]
+
+    def clear(self) -> None:
+        self.items.clear()
+
+
+def test_production_gets_copies_of_oracle_objects_and_no_oracle_function_by_name(prod: Any) -> None:
+    """A reverse handle is a copy (production never writes into the property's objects); an oracle module's
+    names reach production as class copies or plain data, never as functions it could call."""
+    from mergegate.runner.trusted import reverse
+
+    model = Model()
+    assert prod.clear_it(model) == 0 and model.items == [1, 2, 3]  # the copy was cleared; a list read is a copy
+    channel = standins.channel_of(prod)
+    classdefs._trusted[:] = [str(Path(__file__).parent)]
+    try:
+        assert reverse.module_name(channel, ["rmod", __name__, "SETTING"]) == ["ok", ["d", "plain", ["l", 1, 2]]]
+        for name in ("helper_the_oracle_keeps", "pytest", "_private", "missing"):
+            assert reverse.module_name(channel, ["rmod", __name__, name])[:2] == ["err", "AttributeError"], name
+        assert reverse.module_name(channel, ["rmod", __name__, "Marker"])[0] == "ok"  # a class: its copy
+    finally:
+        classdefs._trusted[:] = []
+    assert reverse.module_name(channel, ["rmod", __name__, "SETTING"])[:2] == ["err", "AttributeError"]

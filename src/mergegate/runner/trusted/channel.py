@@ -51,6 +51,23 @@ def _standard(obj: Any) -> list[Any] | None:
     return ["std", module, qualname] if found is obj else None
 
 
+_VIEWS: tuple[type, ...] = (type({}.keys()), type({}.values()), type({}.items()))
+
+
+def _copy(obj: Any) -> Any:
+    """What production gets of an oracle object: a deep copy (arguments are copies: production never writes
+    into the property's values); an iterator it can only advance, as it is."""
+    import copy
+
+    try:
+        return copy.deepcopy(obj)
+    except Exception:
+        if getattr(type(obj), "__next__", None) is not None:
+            return obj
+        raise codec.CodecError(f"cannot pass a {type(obj).__qualname__} to production code (it cannot be "
+                               "copied)") from None
+
+
 def _protocols(kind: type) -> list[str]:
     """The dunders an object of the oracle's has (its class's own namespaces, never the metaclass's)."""
     out = []
@@ -227,12 +244,11 @@ class Channel:
                 number = self.callback_ids[key] = len(self.callbacks)
                 self.callbacks.append(obj)
             return ["cb", number, _params(obj)]
-        if not isinstance(obj, type):  # an object of the oracle's: production's uses of it come back here
-            key = id(obj)
-            number = self.callback_ids.get(key)
-            if number is None:
-                number = self.callback_ids[key] = len(self.callbacks)
-                self.callbacks.append(obj)
+        if type(obj) in _VIEWS:  # a view of one of the oracle's dicts: its items, in order, by value
+            return codec.encode(list(obj), self._ref)  # type: ignore[no-any-return]
+        if not isinstance(obj, type):  # an object of the oracle's: production's uses of a copy come back here
+            number = len(self.callbacks)
+            self.callbacks.append(_copy(obj))
             return ["rv", number, _protocols(type(obj))]
         raise codec.CodecError(f"cannot pass a {type(obj).__qualname__} to production code")
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from mergegate.runner.protocol import codec
+
 OPS: dict[str, Any] = {
     "getitem": operator.getitem, "len": len, "iter": iter, "next": next, "contains": operator.contains,
     "repr": repr, "eq": operator.eq, "hash": hash, "call": lambda obj, args, kwargs: obj(*args, **kwargs),
@@ -22,8 +24,9 @@ ANSWERS = {"rget": (AttributeError,), "getitem": (KeyError, IndexError), "next":
 
 
 def module_name(ch: Any, message: list[Any]) -> list[Any]:
-    """``rmod``: production read a name of an oracle module (a type named by string): the oracle's value, a
-    class as the subject's copy (``classdefs.mirror``); only modules of the trusted oracle tree answer."""
+    """``rmod``: production read a name of an oracle module (a type named by string): a class as the subject's
+    copy (``classdefs.mirror``), plain data by value, nothing else (never a function production could call);
+    only modules of the trusted oracle tree answer."""
     import sys
 
     from mergegate.runner.trusted import classdefs
@@ -33,10 +36,17 @@ def module_name(ch: Any, message: list[Any]) -> list[Any]:
     if module is None or type(file) is not str or not classdefs._is_trusted(file) or type(message[2]) is not str \
             or message[2].startswith("_") or not hasattr(module, message[2]):
         return ["err", "AttributeError", f"oracle module has no attribute {str(message[2])[:100]!r}"]
+    value = getattr(module, message[2])
     try:
-        return ["ok", ch.enc(getattr(module, message[2]))]
+        if not isinstance(value, type):  # plain data by value; never the oracle's functions or objects
+            return ["ok", codec.encode(value, _refuse)]
+        return ["ok", ch.enc(value)]
     except Exception as exc:
         return ["err", "AttributeError", str(exc)[:500]]
+
+
+def _refuse(obj: Any) -> list[Any]:
+    raise codec.CodecError(f"an oracle {type(obj).__qualname__} is not handed to production by name")
 
 
 def serve(ch: Any, message: list[Any]) -> list[Any]:
