@@ -4,7 +4,7 @@
 #   bench/adoption_bugs.sh bidict eced624        bench/adoption_bugs.sh pyrsistent 885796fb
 #
 # Adopts the project at the fix commit (its tests and package as of the fix: the fix's own test is in
-# the oracle), every entry `isolation: shared`, pyrsistent's vector tests `allow_skip: true`, all as a
+# the oracle), every entry `isolation: shared` (none with SEALED=1), pyrsistent's vector tests `allow_skip: true`, all as a
 # person; then an agent's commit reverts the fix's package change and `gate check` judges it.
 # Needs the mirrors (fetch github:jab/bidict, github:tobgu/pyrsistent) and the gate's venv.
 set -euo pipefail
@@ -25,7 +25,9 @@ gate init >/dev/null
 sed -i "s|production: \[\"src/\*\*\"\]|production: $production|; s|oracle: \[\"oracles/properties/\*\*\"\]|oracle: [\"tests/**\"]|" gate.yaml
 git add -A; gate manifest sign --staged >/dev/null; git add -A; git commit -qm adopt --no-verify
 gate catalog import >/dev/null
-for f in oracles/catalog/*.yaml; do [ "$(basename "$f")" = claimed.yaml ] || echo "isolation: shared" >> "$f"; done
+# SEALED=1: no entry shared (subclassing, comparisons and pickles of production objects run sealed now)
+[ "${SEALED:-0}" = 1 ] || for f in oracles/catalog/*.yaml; do
+  [ "$(basename "$f")" = claimed.yaml ] || echo "isolation: shared" >> "$f"; done
 for f in $(grep -l "tests/vector_test.py" oracles/catalog/*.yaml || true); do echo "allow_skip: true" >> "$f"; done
 git add -A; gate manifest sign --staged >/dev/null; git add -A; git commit -qm catalog --no-verify
 base=$(git rev-parse HEAD)

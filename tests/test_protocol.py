@@ -154,6 +154,16 @@ class Order:
         return True
     __hash__ = object.__hash__
 
+class Gauge:
+    """Arithmetic that answers the number the property would want."""
+    def __init__(self, v):
+        self.v = v
+    def __sub__(self, other):
+        return 0
+    __rsub__ = __sub__
+    def __or__(self, other):
+        return {self.v, *other}
+
 class InvalidOrder(ValueError):
     def __init__(self, msg, code=7):
         super().__init__(msg)
@@ -306,12 +316,21 @@ def test_iteration_is_forwarded(prod: Any) -> None:
     assert list(prod.gen(4)) == [0, 1, 2, 3]
 
 
-def test_values_that_cannot_cross_are_clear_errors(prod: Any) -> None:
+def test_objects_of_the_oracle_reach_production_as_reverse_handles(prod: Any) -> None:
+    """Production's uses of an object of the property's come back and run here; its errors stick."""
     class Local:
+        def __iter__(self) -> Iterator[int]:
+            return iter([1, 22, 333])
+
+    assert prod.apply(str, Local()) == ["1", "22", "333"]
+
+    class NotIterable:
         pass
 
-    with pytest.raises(standins.SealedCallError, match=r"cannot pass a .*Local.*isolation: shared"):
-        prod.apply(len, Local())
+    with pytest.raises(TypeError, match="not iterable"):
+        prod.apply(len, NotIterable())
+    with pytest.raises(standins.SealedCallError, match=r"cannot pass a .*type.*isolation: shared"):
+        prod.apply(len, NotIterable)  # the oracle's class itself never crosses
 
 
 def test_each_connection_is_a_fresh_child_in_the_tree(prod: Any, subject: sandbox.Subject) -> None:
@@ -429,23 +448,26 @@ def test_star_imports_and_dir_of_a_production_module(subject: sandbox.Subject, t
 
 
 def test_a_production_object_never_answers_for_the_propertys_own_data(prod: Any) -> None:
-    """Comparisons, arithmetic, membership and truth against plain data would be production's say."""
+    """Comparisons, membership and truth are decided here over snapshots; Order.__eq__ (always true) is never
+    asked, and arithmetic that would hand the property a number production chose is refused."""
     order = prod.Order(10)
-    for attempt in (lambda: order == 10, lambda: 10 == order,  # noqa: SIM300 - the reflected side
-                    lambda: order != "x", lambda: order <= 3,
-                    lambda: order - 1, lambda: 1 + order, lambda: 3 in order, lambda: bool(order),
-                    lambda: not order, lambda: 1 in prod.Order):
-        with pytest.raises(standins.SealedCallError, match="production"):
-            attempt()
+    assert not order == 10 and not 10 == order and order != "x"  # noqa: SIM201,SIM300 - Order.__eq__ says True
     other = prod.Order(11)
-    for attempt in (lambda: order == other, lambda: order != other, lambda: order < other,
-                    lambda: order in [other], lambda: sorted([order, other])):
-        with pytest.raises(standins.SealedCallError, match="decided by production"):
-            attempt()
-    same = order
-    with pytest.raises(standins.SealedCallError, match="decided by production"):
-        assert order == same  # even itself: an object whose quantize() returns itself must not "equal" it
-    assert order is same and order in [order, other]  # identity, which Python's `in` checks before `==`
+    assert order != other and not order == other  # noqa: SIM201 - production says equal: state differs
+    assert order == prod.Order(10) and hash(order) == hash(prod.Order(10))  # same type, same state
+    assert order == order and order in [other, order]
+    for attempt in (lambda: order <= 3, lambda: order < other, lambda: sorted([order, other]),
+                    lambda: 3 in order, lambda: bool(order), lambda: not order):
+        with pytest.raises(standins.SealedCallError, match="production"):
+            attempt()  # no natural order, not a container, and Order defines its own __len__ (truth)
+    for attempt in (lambda: order - 1, lambda: 1 + order, lambda: 1 in prod.Order):
+        with pytest.raises(TypeError):
+            attempt()  # Order has no arithmetic (production's TypeError); a class is never asked `in`
+    gauge = prod.Gauge(5)
+    for attempt in (lambda: gauge - 5, lambda: 5 - gauge):
+        with pytest.raises(standins.SealedCallError, match="production"):
+            attempt()  # a number production's own __sub__ chose for the property's operand
+    assert gauge | [1] == {5, 1} and gauge - prod.Gauge(1) == 0  # not a number / both production's: values
     assert prod.SINGLETON is prod.SINGLETON
     assert order.total == 10 and len(order) == 0 and order is not None
     assert not isinstance(5, prod.Order) and not isinstance(prod.money(3), prod.Order)

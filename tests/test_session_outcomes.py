@@ -138,14 +138,16 @@ def test_harness_probes_are_never_asked_of_production(desc: list[str]) -> None:
     assert proxy.ordinary == "from production" and channel.asked == ["ordinary"]  # everything else still forwards
 
 
-def test_sealed_limits_say_so(tmp_path: Path) -> None:
-    """Subclassing a production class or pickling a production object is refused in words that name the fix;
-    a production generic subscripted with type variables is typing's, answered on the trusted side."""
+def test_subclassing_and_pickling_run_sealed(tmp_path: Path) -> None:
+    """A class statement subclassing a production class runs in the subject; a production object pickles
+    there and comes back through the subject; a production generic subscripted with type variables is typing's."""
     repo = init_repo(tmp_path / "limits")
     files: dict[str, str | bytes | None] = dict(project_files())
     files["src/shop/generic.py"] = ("from typing import Generic, TypeVar\nT = TypeVar('T')\n\n"
-                                    "class Box(Generic[T]):\n    def __init__(self, v):\n        self.v = v\n")
+                                    "class Box(Generic[T]):\n    def __init__(self, v):\n        self.v = v\n"
+                                    "    def __eq__(self, other):\n        return True\n")
     files["oracles/properties/test_limits.py"] = '''\
+import copy
 import pickle
 from typing import TypeVar
 
@@ -161,12 +163,17 @@ def test_generic_alias_loads():
 
 
 def test_subclass():
-    class Mine(Box):
-        pass
+    class Mine(Box[T]):
+        def doubled(self):
+            return self.v * 2
+
+    assert Mine(4).doubled() == 8 and isinstance(Mine(1), Box) and Mine(1) != Box(1)
 
 
 def test_pickle():
-    pickle.dumps(Box(1))
+    box = pickle.loads(pickle.dumps(Box(1)))
+    assert box.v == 1 and box == Box(1) and box != Box(2)  # Box.__eq__ (always true) is not asked
+    assert copy.deepcopy(Box([1])).v == [1] and copy.copy(Box(2)) == Box(2)
 '''
     for pid, func in (("prop.generic", "test_generic_alias_loads"), ("prop.subclass", "test_subclass"),
                       ("prop.pickle", "test_pickle")):
@@ -174,11 +181,7 @@ def test_pickle():
     sign_and_commit(repo, files, "limits")
     rows = {r["prop"]: r for r in run_rows(repo, "--only", "prop.generic", "--only", "prop.subclass",
                                            "--only", "prop.pickle", "--seeds", "3")}
-    assert rows["prop.generic"]["status"] == "pass", rows["prop.generic"]
-    for pid, words in (("prop.subclass", "subclasses the production class"), ("prop.pickle", "cannot be pickled")):
-        assert rows[pid]["status"] == "fail" and words in str(rows[pid]["error"]), rows[pid]
-        assert "isolation: shared" in str(rows[pid]["error"])
-        assert str(rows[pid]["witness"]).startswith("SealedCallError:oracles/properties/test_limits.py:"), rows[pid]
+    assert {p: r["status"] for p, r in rows.items()} == dict.fromkeys(rows, "pass") and len(rows) == 3, rows
 
 
 SHARED_SUITE = '''\
@@ -189,7 +192,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from shop.generic import Box, lookup
 
 
-class Mine(Box):  # subclassing production: only a shared run can do this
+class Mine(Box):  # subclassing production: run in the subject when sealed
     def doubled(self):
         return self.v * 2
 
@@ -235,7 +238,8 @@ GENERIC = ("from typing import Generic, TypeVar\nT = TypeVar('T')\n\n"
 @pytest.mark.parametrize("isolation", ["shared", "sealed"])
 def test_shared_runs_every_kind_of_node_id(tmp_path: Path, isolation: str) -> None:
     """``isolation: shared`` runs the same pytest session (plain tests, classes, state machines), production
-    in-process; sealed, a subclass of a production class is refused; a builtin exception keeps its args."""
+    in-process; sealed, the subclass of a production class is made in the subject; a builtin exception keeps its
+    args."""
     repo = init_repo(tmp_path / "shared")
     files: dict[str, str | bytes | None] = dict(project_files())
     files["src/shop/generic.py"] = GENERIC
@@ -249,11 +253,8 @@ def test_shared_runs_every_kind_of_node_id(tmp_path: Path, isolation: str) -> No
     sign_and_commit(repo, files, "shared suite")
     args = [a for pid in entries for a in ("--only", pid)]
     rows = {r["prop"]: r for r in run_rows(repo, *args, "--seeds", "3")}
-    if isolation == "shared":
-        assert {p: r["status"] for p, r in rows.items()} == dict.fromkeys(entries, "pass"), rows
-        assert all(r["isolation"] == "shared" for r in rows.values())
-    else:  # the module subclasses a production class at import: refused, with the fix named
-        assert all(r["status"] == "fail" and "isolation: shared" in str(r["error"]) for r in rows.values()), rows
+    assert {p: r["status"] for p, r in rows.items()} == dict.fromkeys(entries, "pass"), rows
+    assert all(r["isolation"] == isolation for r in rows.values())
 
 
 def test_a_builtin_exception_keeps_its_plain_arguments_sealed(tmp_path: Path) -> None:

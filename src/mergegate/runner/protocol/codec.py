@@ -36,7 +36,7 @@ SMALL_INT = 1 << 53  # JSON numbers beyond this lose precision in many readers: 
 BUILTIN_TYPES = {t.__name__: t for t in (
     int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set, frozenset, object, type,
     range, slice, memoryview, property, staticmethod, classmethod, super, enumerate, zip, map, filter,
-    reversed,
+    reversed, type(None), type(...), type(NotImplemented),
 )}
 
 
@@ -82,6 +82,8 @@ def _dict(value: dict[Any, Any], other: Other, depth: int) -> list[Any]:
 
 def _tuple(value: tuple[Any, ...], other: Other, depth: int) -> list[Any]:
     fields: Any = getattr(type(value), "_fields", None)
+    if type(value) is not tuple and _is_fields(fields) and type.__getattribute__(type(value), "__bases__") != (tuple,):
+        return other(value)  # a subclass of a named tuple (its own methods): the object stays where it is
     items = _items(tuple.__iter__(value), other, depth)
     if type(value) is not tuple and _is_fields(fields) and len(fields) == len(items):
         return ["nt", str(type(value).__name__), list(fields), *items]
@@ -93,8 +95,11 @@ def _is_fields(fields: Any) -> bool:
 
 
 def _datetime(value: dt.datetime, other: Other, depth: int) -> list[Any]:
-    if value.tzinfo is not None and type(value.tzinfo) is not dt.timezone:
-        return other(value)  # a zone with rules (zoneinfo): the object stays where it is
+    zone = value.tzinfo
+    if zone is not None and type(zone) is not dt.timezone:
+        # a zone with rules (zoneinfo, dateutil): the wall time by value, the zone by reference
+        wall = dt.datetime.isoformat(dt.datetime.replace(value, tzinfo=None))
+        return ["dtz", wall, 1 if value.fold else 0, other(zone)]
     return ["dt", dt.datetime.isoformat(value)]
 
 
@@ -160,7 +165,7 @@ _PLAIN_BASES = tuple(base for base, _enc in _SUBCLASS_ENCODERS)
 
 def builtin_type(value: Any) -> list[Any] | None:
     """``["B", name]`` when ``value`` is one of the builtin types both sides share by name."""
-    name = getattr(value, "__name__", "") if isinstance(value, type) else ""
+    name = getattr(value, "__name__", "") if issubclass(type(value), type) else ""  # type(): never __class__
     if name and BUILTIN_TYPES.get(name) is value:
         return ["B", name]
     return None
@@ -233,6 +238,17 @@ def _dec_named(data: list[Any], resolve: Resolve, depth: int) -> tuple[Any, ...]
     return cls(*items)  # type: ignore[no-any-return]
 
 
+def _dec_zoned(data: list[Any], resolve: Resolve, depth: int) -> dt.datetime:
+    """A wall time and a zone reference: the zone is what ``resolve(["tz", reference])`` makes of it."""
+    if len(data) != 4 or data[2] not in (0, 1) or type(data[3]) is not list:
+        raise CodecError("malformed zoned datetime")
+    wall = dt.datetime.fromisoformat(_text(data[1]))
+    zone = resolve(["tz", data[3]])
+    if wall.tzinfo is not None or not isinstance(zone, dt.tzinfo):
+        raise CodecError("malformed zoned datetime")
+    return dt.datetime.replace(wall, tzinfo=zone, fold=data[2])
+
+
 def _number(value: Any) -> float:
     if type(value) not in (int, float):
         raise CodecError("malformed value: expected a number")
@@ -274,6 +290,7 @@ _DECODERS: dict[str, Callable[[list[Any], Resolve, int], Any]] = {
     "D": lambda d, r, n: decimal.Decimal(_text(d[1])),
     "F": _fraction,
     "dt": lambda d, r, n: dt.datetime.fromisoformat(_text(d[1])),
+    "dtz": _dec_zoned,
     "da": lambda d, r, n: dt.date.fromisoformat(_text(d[1])),
     "tm": lambda d, r, n: dt.time.fromisoformat(_text(d[1])),
     "td": lambda d, r, n: dt.timedelta(*_ints(d, r, n)),

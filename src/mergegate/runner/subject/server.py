@@ -15,7 +15,6 @@ correct for honest production code.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import importlib
 import importlib.util
@@ -81,7 +80,7 @@ class Session:
         handle = len(self.objects) + 1
         self.objects[handle] = obj  # kept alive for the session: its id is never reused
         self.ids[key] = handle
-        return ["H", handle, describe(obj)]
+        return ["H", handle, describe(obj, self.ref)]
 
     def enc(self, value: Any) -> Any:
         return self.codec.encode(value, self.ref)
@@ -90,8 +89,18 @@ class Session:
         tag = data[0]
         if tag == "h" and len(data) == 2 and data[1] in self.objects:
             return self.objects[data[1]]
-        if tag == "cb" and len(data) == 2 and type(data[1]) is int:
-            return Callback(self, data[1])
+        if tag == "cb" and len(data) in (2, 3) and type(data[1]) is int:
+            return Callback(self, data[1], data[2] if len(data) == 3 and type(data[2]) is list else None)
+        if tag == "tz" and len(data) == 2:
+            return self.dec(data[1])  # a zone this side owns (or the evaluator's, as a reverse handle)
+        if tag == "rv" and len(data) == 3 and type(data[1]) is int and type(data[2]) is list:
+            return OBJECTS.reverse(self, data[1], data[2])
+        if tag == "std" and len(data) == 3 and all(type(d) is str for d in data[1:]):
+            return OBJECTS.standard(data[1], data[2])
+        if tag == "tv" and len(data) == 2 and type(data[1]) is str:
+            import typing
+
+            return typing.TypeVar(data[1])
         raise self.codec.CodecError(f"unknown reference {str(data)[:80]}")
 
     def dec(self, data: Any) -> Any:
@@ -138,8 +147,8 @@ class Session:
                               "test (an installed copy?); the sealed runner never substitutes it")
 
 
-def describe(obj: Any) -> list[Any]:
-    """What the evaluator needs to build its stand-in: kind, names, exception bases."""
+def describe(obj: Any, ref: Callable[[Any], list[Any]]) -> list[Any]:
+    """What the evaluator needs to build its stand-in: kind, names, exception bases (production's as references)."""
     if isinstance(obj, types.ModuleType):
         return ["module", str(getattr(obj, "__name__", "?"))]
     if isinstance(obj, type):
@@ -147,26 +156,36 @@ def describe(obj: Any) -> list[Any]:
         module = str(getattr(obj, "__module__", "?"))
         if issubclass(obj, BaseException):
             bases = [c.__name__ for c in obj.__mro__ if c.__module__ == "builtins"]
-            return ["exception", name, module, bases]
-        return ["class", name, module]
+            direct = [b.__name__ if b.__module__ == "builtins" else ref(b) for b in obj.__bases__]
+            return ["exception", name, module, bases, direct]
+        import collections.abc
+
+        abcs = [n for n in collections.abc.__all__ if n != "ByteString"
+                and issubclass(obj, getattr(collections.abc, n))]
+        return ["class", name, module, abcs, str(getattr(obj, "__name__", name))]
     return ["callable" if callable(obj) else "object", type(obj).__qualname__]
 
 
 class Callback:
     """An oracle callable: calling it asks the evaluator to run it and waits for the answer."""
 
-    def __init__(self, session: Session, number: int) -> None:
-        self.session, self.number = session, number
+    def __init__(self, session: Session, number: int, params: list[Any] | None = None) -> None:
+        self.session, self.number, self.params = session, number, params
+
+    @property
+    def __signature__(self) -> Any:
+        """The oracle callable's parameters (names and kinds; a default stands for itself): production that
+        inspects a callable's arity sees the oracle's."""
+        import inspect
+
+        if self.params is None:
+            raise ValueError("no signature")
+        return inspect.Signature([inspect.Parameter(str(n), inspect._ParameterKind(int(k)),
+                                                    **({"default": None} if d else {})) for n, k, d in self.params])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         s = self.session
-        reply = s.endpoint.request(["callback", self.number, s.enc(list(args)), s.enc(kwargs)])
-        if reply[0] == "ok":
-            return s.dec(reply[1])
-        name = reply[1] if len(reply) > 1 and type(reply[1]) is str else "Exception"
-        cls = getattr(builtins, name, None)
-        cls = cls if isinstance(cls, type) and issubclass(cls, Exception) else RuntimeError
-        raise cls(reply[2] if len(reply) > 2 else "the oracle's callable failed")
+        return OBJECTS.answer(s, s.endpoint.request(["callback", self.number, s.enc(list(args)), s.enc(kwargs)]))
 
 
 def op_import(s: Session, name: str) -> list[Any]:
@@ -194,6 +213,13 @@ def op_call(s: Session, target: Any, args: Any, kwargs: Any) -> list[Any]:
     return ["ok", s.enc(fn(*pos, **kw))]
 
 
+def op_callattr(s: Session, target: Any, name: str, args: Any, kwargs: Any) -> list[Any]:
+    """``target.name(*args, **kwargs)``: an attribute read and its call in one request."""
+    fn = getattr(s.dec(target), name)
+    pos, kw = s.dec(args), s.dec(kwargs)
+    return ["ok", s.enc(fn(*pos, **kw))]
+
+
 def _next(it: Any) -> Any:
     return next(it)
 
@@ -206,7 +232,7 @@ OPERATORS: dict[str, Any] = {
         "imod", "ipow", "imatmul", "ilshift", "irshift", "iand", "ior", "ixor",
     )
 }
-OPERATORS.update({"len": len, "bool": bool, "hash": hash, "repr": repr, "str": str, "iter": iter,
+OPERATORS.update({"len": len, "bool": bool, "hash": hash, "repr": repr, "str": str, "iter": iter, "reversed": reversed,
                   "next": _next, "int": int, "float": float, "complex": complex, "format": format,
                   "divmod": divmod, "round": round, "dir": lambda o: sorted(map(str, dir(o))),
                   "isinstance": isinstance, "issubclass": issubclass, "bytes": bytes,
@@ -270,8 +296,23 @@ def op_affinity(s: Session, cpu: Any) -> list[Any]:
 OPS: dict[str, Callable[..., list[Any]]] = {
     "affinity": op_affinity,
     "import": op_import, "getattr": op_getattr, "setattr": op_setattr, "delattr": op_delattr,
-    "call": op_call, "op": op_op, "signature": op_signature, "twin": op_twin,
+    "call": op_call, "callattr": op_callattr, "op": op_op, "signature": op_signature, "twin": op_twin,
 }
+
+
+def _load_objects() -> Any:
+    """``objects.py`` beside this file (snapshots, oracle classes, pickles, reverse handles), by path."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "objects.py")
+    spec = importlib.util.spec_from_file_location("_mergegate_subject_objects", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    OPS.update(module.OPS)
+    return module
+
+
+OBJECTS = _load_objects()
 
 
 # ---------------------------------------------------------------- the fork server

@@ -11,17 +11,82 @@ import contextlib
 import os
 import socket
 import time
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from mergegate.runner.protocol import codec, wire
+from mergegate.runner.trusted import classdefs, reverse, zones
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError, SubjectGone
+from mergegate.runner.trusted.methods import Method
 from mergegate.runner.trusted.proxies import (
     BUILTIN_EXCEPTIONS,
     ITERATION_ENDS,
     make_proxy,
     remote_id,
 )
+
+
+def _standard(obj: Any) -> list[Any] | None:
+    """A standard-library module, class or function by name (``["std", module, qualname]``), a TypeVar by name.
+
+    What the subject looks up is its own standard library's object of that name; nothing of this
+    process's object crosses.  Only names that resolve back to ``obj`` here are sent.
+    """
+    import sys
+    import typing
+
+    if isinstance(obj, typing.TypeVar):
+        return ["tv", obj.__name__]
+    if isinstance(obj, types.ModuleType):
+        name = getattr(obj, "__name__", "")
+        return ["std", name, ""] if type(name) is str and name.partition(".")[0] in sys.stdlib_module_names \
+            and sys.modules.get(name) is obj else None
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if type(module) is not str or type(qualname) is not str or module.partition(".")[0] not in sys.stdlib_module_names:
+        return None
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return ["std", module, qualname] if found is obj else None
+
+
+_VIEWS: tuple[type, ...] = (type({}.keys()), type({}.values()), type({}.items()))
+
+
+def _copy(obj: Any) -> Any:
+    """What production gets of an oracle object: a deep copy (arguments are copies: production never writes
+    into the property's values); an iterator it can only advance, as it is."""
+    import copy
+
+    try:
+        return copy.deepcopy(obj)
+    except Exception:
+        if getattr(type(obj), "__next__", None) is not None:
+            return obj
+        raise codec.CodecError(f"cannot pass a {type(obj).__qualname__} to production code (it cannot be "
+                               "copied)") from None
+
+
+def _protocols(kind: type) -> list[str]:
+    """The dunders an object of the oracle's has (its class's own namespaces, never the metaclass's)."""
+    out = []
+    for name in ("__getitem__", "__len__", "__iter__", "__next__", "__contains__", "__call__", "__hash__"):
+        found = next((vars(k)[name] for k in kind.__mro__ if name in vars(k)), None)
+        if found is not None:
+            out.append(name)
+    return out
+
+
+def _params(fn: Any) -> list[Any] | None:
+    """An oracle callable's parameters as ``[name, kind, has_default]`` (the subject's ``Callback.__signature__``)."""
+    import inspect
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    return [[p.name, int(p.kind), p.default is not p.empty] for p in sig.parameters.values()]
 
 
 class Channel:
@@ -32,6 +97,9 @@ class Channel:
         self.endpoint: wire.Endpoint | None = None
         self.proxies: dict[int, Any] = {}
         self.callbacks: list[Callable[..., Any]] = []
+        self.methods: set[tuple[str, str]] = set()
+        self.mirrors: dict[int, tuple[type, Any]] = {}
+        self.mirrored: dict[int, Any] = {}
         self.callback_ids: dict[int, int] = {}
         self.sticky: list[BaseException] = []
         self.calls = 0
@@ -67,6 +135,16 @@ class Channel:
             self.calls, self.waited = calls, waited
 
     def request(self, *message: Any) -> Any:
+        return self._result(self._exchange(message), stop_allowed=message[:2] == ("op", "next"))
+
+    def raw(self, *message: Any) -> Any:
+        """A request whose ``ok`` value is returned as the JSON it came as (a snapshot), never decoded."""
+        reply = self._exchange(message)
+        if reply[0] == "ok" and len(reply) >= 2:
+            return reply[1]
+        return self._result(reply, stop_allowed=False)
+
+    def _exchange(self, message: tuple[Any, ...]) -> list[Any]:
         self.calls += 1
         started = time.perf_counter()
         try:
@@ -81,7 +159,7 @@ class Channel:
             raise SubjectGone(f"the channel to the subject failed: {exc}") from None
         self.waited += time.perf_counter() - started
         self._raise_sticky()
-        return self._result(reply, stop_allowed=message[:2] == ("op", "next"))
+        return reply
 
     def twin(self) -> int | None:
         """A connection to a twin of this channel's subject process (same objects, its own process).
@@ -144,19 +222,52 @@ class Channel:
                                   "(or mark the property isolation: shared)") from None
 
     def _ref(self, obj: Any) -> list[Any]:
+        if type(obj) is zones.Zone:
+            obj = obj.handle
+        elif type(obj) is Method:
+            obj = obj.gate_read()
         ref = remote_id(obj)
         if ref is not None:
             if ref[0] is not self:
                 raise codec.CodecError("a production object from another subject")
             return ["h", ref[1]]
+        named = _standard(obj)
+        if named is not None:
+            return named
+        copied = self._mirrored(obj)
+        if copied is not None:
+            return copied
         if callable(obj) and not isinstance(obj, type):
             key = id(obj)
             number = self.callback_ids.get(key)
             if number is None:
                 number = self.callback_ids[key] = len(self.callbacks)
                 self.callbacks.append(obj)
-            return ["cb", number]
+            return ["cb", number, _params(obj)]
+        if type(obj) in _VIEWS:  # a view of one of the oracle's dicts: its items, in order, by value
+            return codec.encode(list(obj), self._ref)  # type: ignore[no-any-return]
+        if not isinstance(obj, type):  # an object of the oracle's: production's uses of a copy come back here
+            number = len(self.callbacks)
+            self.callbacks.append(_copy(obj))
+            return ["rv", number, _protocols(type(obj))]
         raise codec.CodecError(f"cannot pass a {type(obj).__qualname__} to production code")
+
+    def _mirrored(self, obj: Any) -> list[Any] | None:
+        """An oracle class as the subject's copy of it; a member of an oracle Enum as the copy's member."""
+        import enum
+
+        if isinstance(obj, type):
+            made = classdefs.mirror(self, obj)
+        elif isinstance(obj, enum.Enum):
+            made = classdefs.mirror(self, type(obj))
+            made = self.getattr(made, obj.name) if made is not None else None
+        else:
+            return None
+        ref = remote_id(made)
+        if ref is None:
+            return None
+        self.mirrored[ref[1]] = obj  # coming back, the copy is the oracle's own class (or member) again
+        return ["h", ref[1]]
 
     def dec(self, data: Any) -> Any:
         try:
@@ -165,6 +276,13 @@ class Channel:
             raise SealedCallError(f"the subject sent a malformed value: {exc}") from None
 
     def _resolve(self, data: list[Any]) -> Any:
+        if data[0] == "tz" and len(data) == 2:
+            zone = self.dec(data[1])
+            if remote_id(zone) is None:
+                raise codec.CodecError("a zoned datetime whose zone is not a production object")
+            return zones.Zone(zone)
+        if data[0] in ("h", "H") and len(data) >= 2 and type(data[1]) is int and data[1] in self.mirrored:
+            return self.mirrored[data[1]]
         if data[0] == "h" and len(data) == 2 and data[1] in self.proxies:
             return self.proxies[data[1]]
         if data[0] == "H" and len(data) == 3 and type(data[1]) is int and type(data[2]) is list:
@@ -205,6 +323,10 @@ class Channel:
     # -- callbacks: production calling an oracle callable
 
     def _serve_callback(self, message: list[Any]) -> list[Any]:
+        if message[0] in ("rget", "rop"):
+            return reverse.serve(self, message)
+        if message[0] == "rmod":
+            return reverse.module_name(self, message)
         if message[0] != "callback" or len(message) != 4 or type(message[1]) is not int \
                 or not 0 <= message[1] < len(self.callbacks):
             return ["err", "ValueError", "the subject asked for an unknown callback"]

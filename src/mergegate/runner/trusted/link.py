@@ -13,7 +13,12 @@ from typing import Any, Protocol
 class Link(Protocol):
     """Requests to one subject process; values encoded and decoded on this side."""
 
+    methods: set[tuple[str, str]]  # (type, name) pairs that were methods: ``methods.Method``
+    mirrors: dict[int, tuple[type, Any]]  # oracle classes copied into the subject (``classdefs.mirror``)
+
     def request(self, *message: Any) -> Any: ...
+
+    def raw(self, *message: Any) -> Any: ...
 
     def enc(self, value: Any) -> Any: ...
 

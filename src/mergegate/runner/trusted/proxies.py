@@ -9,28 +9,26 @@ against plain values are refused (see ``_forward``).
 
 from __future__ import annotations
 
-import builtins
+import decimal
+import fractions
 import inspect
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Literal
 
+from mergegate.runner.trusted import classdefs, hierarchy, methods, pickles, snapshots
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
 
-BUILTIN_EXCEPTIONS = {name: cls for name, cls in vars(builtins).items()
-                      if isinstance(cls, type) and issubclass(cls, Exception)
-                      and not issubclass(cls, BaseExceptionGroup)}
-# End an iteration the property drives (a map(), a for loop): only ever the answer to ``next``.
-ITERATION_ENDS = frozenset({"StopIteration", "StopAsyncIteration"})
+BUILTIN_EXCEPTIONS, ITERATION_ENDS = hierarchy.BUILTIN_EXCEPTIONS, hierarchy.ITERATION_ENDS
 
 
 
 def remote_id(obj: Any) -> tuple[Link, int] | None:
     if type(obj) is Remote or type(obj) is RemoteModule:
         return object.__getattribute__(obj, "_gate_ref")  # type: ignore[no-any-return]
-    if isinstance(obj, RemoteType):
+    if type(obj) is RemoteType:
         return type.__getattribute__(obj, "_gate_ref")  # type: ignore[no-any-return]
     return None
 
@@ -57,12 +55,20 @@ HARNESS = frozenset({
 class Remote:
     """An opaque handle to an object that stays in the subject; every use is a request."""
 
-    __slots__ = ("__weakref__", "_gate_ref")
+    __slots__ = ("__weakref__", "_gate_ref", "_gate_type")
 
     def __getattr__(self, name: str) -> Any:
         if name in HARNESS:
             raise AttributeError(name)
-        return channel_of(self).getattr(self, name)
+        ch = channel_of(self)
+        key = (object.__getattribute__(self, "_gate_type"), name)
+        known = getattr(ch, "methods", None)  # a Link may keep none (then every read is one)
+        if known is not None and key in known:  # a method of this type before: read and call in one request
+            return methods.Method(self, name)
+        value = ch.getattr(self, name)
+        if known is not None and type(value) is Remote and object.__getattribute__(value, "_gate_type") == "method":
+            known.add(key)
+        return value
 
     def __setattr__(self, name: str, value: Any) -> None:
         channel_of(self).request("setattr", channel_of(self).enc(self), name, channel_of(self).enc(value))
@@ -82,21 +88,53 @@ class Remote:
         return text if type(text) is str else "<production object>"
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        raise SealedCallError("a production object cannot be pickled in a sealed run (it stays in the "
-                              "subject); test a plain value read off it, or mark the entry isolation: shared")
+        # pickle.dumps/copy of a production object: pickled in the subject; the trusted side only ever
+        # holds the bytes, and unpickles them by asking the subject (``pickles.restore``).
+        return pickles.reduce(channel_of(self), self, protocol)
+
+    def __copy__(self) -> Any:
+        return channel_of(self).request("copy", channel_of(self).enc(self), False)
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return channel_of(self).request("copy", channel_of(self).enc(self), True)
+
+    def __eq__(self, other: object) -> Any:
+        # Decided here, over snapshots (``snapshots.py``): production's __eq__ is never asked.  Where
+        # the snapshot has no answer (a mapping against a non-mapping) the other side's own __eq__ is
+        # asked, as Python does: a trusted object's, never production's.
+        mine = _snap(self)
+        if type(mine) is not snapshots.Snap and remote_id(mine) is not None:
+            return mine is snapshots.resolve(other)  # a class or function: identity
+        theirs = snapshots.resolve(other)
+        return mine.__eq__(theirs) if type(mine) is snapshots.Snap else mine == theirs
+
+    def __ne__(self, other: object) -> Any:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> Any:  # the production object's class, a stand-in (``type(x)`` stays Remote)
+        return channel_of(self).getattr(self, "__class__")
 
     def __hash__(self) -> int:
-        value = channel_of(self).op("hash", self)
-        if type(value) is not int:
-            raise TypeError("production returned a non-integer hash")
-        return value
+        mine = _snap(self)
+        if type(mine) is not snapshots.Snap and remote_id(mine) is not None:
+            return hash(("handle", remote_id(mine)[1]))  # type: ignore[index]
+        return hash(mine)
 
     def __bool__(self) -> bool:
-        # ``if x:`` / ``assert x`` on a production object would be production's answer: refused, so
-        # an always-true object cannot stand in for the bool or value a property expected.
-        raise SealedCallError("the truth of a production object would be production's answer; test a plain "
-                              "value instead (x is not None, len(x) > 0, x.flag is True) or mark the property "
-                              "isolation: shared")
+        # ``if x:`` / ``assert x``: decided from the snapshot (a container's size; an object without
+        # __bool__/__len__ is true); an object with its own truth is refused (production's answer).
+        mine = _snap(self)
+        return mine.truth() if type(mine) is snapshots.Snap else bool(mine) if remote_id(mine) is None else True
+
+    def __contains__(self, item: Any) -> bool:
+        mine = _snap(self)
+        if type(mine) is snapshots.Snap:
+            return mine.contains(item)
+        if remote_id(mine) is not None:
+            raise SealedCallError("`in` on a production class or function would be production's answer")
+        return item in mine
 
     def __len__(self) -> int:
         value = channel_of(self).op("len", self)
@@ -123,6 +161,13 @@ class Remote:
         raise NotImplementedError
 
 
+def _snap(handle: Any) -> Any:
+    return snapshots.take(channel_of(handle), handle)
+
+
+Remote.gate_snapshot = staticmethod(_snap)  # type: ignore[attr-defined]
+
+
 def _signature(self: Any) -> inspect.Signature:
     ch = channel_of(self)
     params = ch.request("signature", ch.enc(self))
@@ -147,24 +192,41 @@ def _refuse(name: str, value: Any) -> SealedCallError:
         "isolation: shared")
 
 
+NUMBERS = (bool, int, float, complex, decimal.Decimal, fractions.Fraction)
+
+
 def _forward(name: str, reflected: bool = False, strict: bool = False) -> Callable[..., Any]:
-    """A dunder that forwards; ``strict``: refused when an operand is the evaluator's own data."""
+    """A dunder that forwards; ``strict``: production's answer with the evaluator's own operand may not be a
+    number (a production object standing in for one would choose the property's arithmetic)."""
     def method(self: Any, *args: Any) -> Any:
-        if strict:
-            for arg in args:
-                if not _is_remote(arg):
-                    raise _refuse(name, arg)
-        return channel_of(self).op(name, *args, self) if reflected else channel_of(self).op(name, self, *args)
+        result = channel_of(self).op(name, *args, self) if reflected else channel_of(self).op(name, self, *args)
+        if strict and isinstance(result, NUMBERS) and not all(_is_remote(a) for a in args):
+            raise _refuse(name, next(a for a in args if not _is_remote(a)))
+        return result
     return method
 
 
 def _verdict(name: str) -> Callable[..., Any]:
-    """A comparison or membership test: its answer would decide the verdict, so it is never asked."""
+    """A comparison or membership test on a class: its answer would decide the verdict, so it is never asked."""
     def method(self: Any, other: Any) -> Any:
         raise SealedCallError(
             f"`{name}` on a production object would be decided by production code, not by Python: compare plain "
             "data instead (int(x), str(x), x.total, vars(x)) or identity (x is y), or mark the property "
             "isolation: shared")
+    return method
+
+
+def _order(name: str) -> Callable[..., Any]:
+    """``<`` and the rest: decided over the snapshot where it has a natural order (sets, sequences)."""
+    def method(self: Any, other: Any) -> Any:
+        mine = _snap(self)
+        if type(mine) is snapshots.Snap:
+            return mine.order(name, other)
+        if remote_id(mine) is not None:
+            raise SealedCallError(f"`{name}` on a production class or function would be production's answer")
+        import operator
+
+        return getattr(operator, name)(mine, snapshots.resolve(other))
     return method
 
 
@@ -180,13 +242,12 @@ for _name in _BINARY:
     setattr(Remote, f"__{_name}__", _forward(_op, strict=True))
     setattr(Remote, f"__r{_name}__", _forward(_op, reflected=True, strict=True))
     setattr(Remote, f"__i{_name}__", _forward("i" + _name, strict=True))
-for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    setattr(Remote, f"__{_name}__", _verdict(_name))
+for _name in ("lt", "le", "gt", "ge"):
+    setattr(Remote, f"__{_name}__", _order(_name))
 setattr(Remote, "__divmod__", _forward("divmod", strict=True))  # noqa: B010
 setattr(Remote, "__rdivmod__", _forward("divmod", reflected=True, strict=True))  # noqa: B010
-setattr(Remote, "__contains__", lambda self, item: _verdict("in")(self, item))  # noqa: B010
 for _name in ("neg", "pos", "abs", "invert", "index", "getitem", "setitem", "delitem", "int", "float",
-              "complex", "format", "round", "bytes"):
+              "complex", "format", "round", "bytes", "reversed"):
     setattr(Remote, f"__{_name}__", _forward(_name))
 setattr(Remote, "__dir__", lambda self: list(channel_of(self).op("dir", self)))  # noqa: B010
 
@@ -195,14 +256,24 @@ class RemoteType(type):
     """The metaclass of stand-ins for production classes: construction, attributes, checks forward."""
 
     def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> RemoteType:
-        if "_gate_ref" not in namespace:  # a class statement in the oracle, not a stand-in
-            parents = ", ".join(type.__getattribute__(b, "__qualname__") for b in bases if isinstance(b, RemoteType))
-            raise SealedCallError(f"class {name} subclasses the production class {parents}: its methods would run "
-                                  "here, not in production; not supported sealed: mark the entry isolation: shared")
+        if "_gate_ref" not in namespace:  # a class statement in the oracle: executed in the subject
+            remote = [b for b in bases if type(b) is RemoteType]
+            if kwargs or any(b is not object and type(b) is not RemoteType for b in bases):
+                raise SealedCallError(f"class {name} mixes a production class with the oracle's own classes or "
+                                      "keywords: its methods would run here; mark the entry isolation: shared")
+            return classdefs.define(channel_of(remote[0]), name, bases, namespace)  # type: ignore[no-any-return]
         return super().__new__(mcs, name, bases, namespace, **kwargs)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        return channel_of(cls).call(cls, args, kwargs)
+        made = channel_of(cls).call(cls, args, kwargs)
+        if ProductionError in type.__getattribute__(cls, "__mro__") and type(made) is Remote:
+            # ``raise ProductionError(...)`` in the oracle (its own model of the system): a raisable
+            # exception of the stand-in class, the production instance behind it for its attributes
+            exc: BaseException = BaseException.__new__(cls)  # type: ignore[arg-type]
+            exc.args = args
+            exc.__dict__["_gate_obj"] = made
+            return exc
+        return made
 
     def __getattr__(cls, name: str) -> Any:
         if (name.startswith("__") and name.endswith("__") and name not in ("__members__", "__annotations__")) \
@@ -211,13 +282,17 @@ class RemoteType(type):
         return channel_of(cls).getattr(cls, name)
 
     def __instancecheck__(cls, obj: Any) -> bool:
+        if type(type(obj)) is RemoteType:  # an exception raised here from a production class: its real classes
+            return type.__subclasscheck__(cls, type(obj))
         if not _is_remote(obj):
             return False  # the evaluator's own value is never a production instance
         return channel_of(cls).op("isinstance", obj, cls) is True
 
     def __subclasscheck__(cls, sub: Any) -> bool:
-        if isinstance(sub, RemoteType):
-            return channel_of(cls).op("issubclass", sub, cls) is True
+        if type(sub) is RemoteType:
+            if channel_of(sub) is not channel_of(cls):
+                return False  # classes of another subject (an ABC's registry holds both)
+            return sub is cls or channel_of(cls).op("issubclass", sub, cls) is True
         return type.__subclasscheck__(cls, sub)
 
     def __iter__(cls) -> Any:
@@ -247,7 +322,7 @@ def _typing_key(key: Any) -> bool:
     keys = key if type(key) is tuple else (key,)
     return bool(keys) and all(isinstance(k, (typing.TypeVar, typing.ParamSpec, types.GenericAlias))
                               or type(k).__module__ == "typing"
-                              or (isinstance(k, type) and not isinstance(k, RemoteType)) for k in keys)
+                              or (issubclass(type(k), type) and type(k) is not RemoteType) for k in keys)
 
 
 # The import system's own attributes of a module: local, never asked of production.
@@ -287,25 +362,23 @@ def make_proxy(ch: Link, number: int, desc: list[Any]) -> Any:
         return module
     if kind in ("class", "exception") and len(desc) >= 3 and all(type(d) is str for d in desc[1:3]):
         bases: tuple[type, ...] = (object,)
-        if kind == "exception" and len(desc) == 4 and type(desc[3]) is list:
-            bases = _exception_bases(desc[3])
+        if kind == "exception" and len(desc) >= 4 and type(desc[3]) is list:
+            bases = hierarchy.exception_bases(desc[3])
         name = desc[1].rpartition(".")[2] or "Production"
-        cls = RemoteType(name, bases, {"__qualname__": desc[1], "__module__": desc[2], "_gate_ref": (ch, number),
-                                        "remote_type": desc[1]})
+        if len(desc) == 5 and type(desc[4]) is str and desc[4].isidentifier():
+            name = desc[4]  # its __name__, when production set one (a class made at run time)
+        namespace = {"__qualname__": desc[1], "__module__": desc[2], "_gate_ref": (ch, number), "remote_type": desc[1]}
+        own = None
+        if kind == "exception" and len(desc) == 5 and type(desc[4]) is list:
+            own = hierarchy.production_bases(ch, desc[4])
+        try:
+            cls = RemoteType(name, own or bases, dict(namespace))
+        except TypeError:  # no consistent order of the production bases here: the builtin ones only
+            cls = RemoteType(name, bases, namespace)
+        if kind == "class" and len(desc) >= 4 and type(desc[3]) is list:
+            hierarchy.register(cls, desc[3])
         return cls
     proxy = object.__new__(Remote)
     object.__setattr__(proxy, "_gate_ref", (ch, number))
+    object.__setattr__(proxy, "_gate_type", desc[1] if len(desc) > 1 and type(desc[1]) is str else "?")
     return proxy
-
-
-def _exception_bases(names: Iterable[Any]) -> tuple[type, ...]:
-    """(the nearest builtin exception, ProductionError): ``except ValueError`` still matches."""
-    for name in names:
-        cls = BUILTIN_EXCEPTIONS.get(name) if type(name) is str and name not in ITERATION_ENDS else None
-        if cls is not None and cls is not Exception:
-            try:
-                type("probe", (cls, ProductionError), {})
-            except TypeError:
-                continue
-            return (cls, ProductionError)
-    return (ProductionError,)

@@ -1,0 +1,138 @@
+"""The subject's side of what real tests do with production objects (loaded by ``server.py``, by path).
+
+Standard library only, and as untrusted as the rest of the subject: snapshots of
+objects (``protocol/snapshot.py`` does the walk), the oracle's class statements
+executed here, ``pickle``/``copy`` of production objects, names of the standard
+library, and ``Reverse`` stand-ins for objects of the oracle's that production was
+handed.  ``Session`` is ``server.Session``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import sys
+import types
+from typing import Any
+
+Session = Any
+
+
+def answer(s: Session, reply: list[Any]) -> Any:
+    """The evaluator's answer to a callback: its value, or the builtin exception it names."""
+    if reply[0] == "ok":
+        return s.dec(reply[1])
+    name = reply[1] if len(reply) > 1 and type(reply[1]) is str else "Exception"
+    cls = getattr(builtins, name, None)
+    cls = cls if isinstance(cls, type) and issubclass(cls, Exception) else RuntimeError
+    raise cls(reply[2] if len(reply) > 2 else "the oracle's callable failed")
+
+
+class Reverse:
+    """An object of the oracle's (not a callable) handed to production: every use asks the evaluator."""
+
+    __slots__ = ("_gate_number", "_gate_session")
+
+    def __init__(self, session: Session, number: int) -> None:
+        object.__setattr__(self, "_gate_session", session)
+        object.__setattr__(self, "_gate_number", number)
+
+    def _gate_op(self, name: str, *args: Any) -> Any:
+        s = object.__getattribute__(self, "_gate_session")
+        number = object.__getattribute__(self, "_gate_number")
+        return answer(s, s.endpoint.request(["rop", number, name, s.enc(list(args))]))
+
+    def __getattr__(self, name: str) -> Any:
+        s = object.__getattribute__(self, "_gate_session")
+        return answer(s, s.endpoint.request(["rget", object.__getattribute__(self, "_gate_number"), name]))
+
+    def __repr__(self) -> str:
+        return str(self._gate_op("repr"))
+
+    def __eq__(self, other: object) -> bool:
+        return self._gate_op("eq", other) is True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+PROTOCOLS: dict[str, Any] = {
+    "__getitem__": lambda self, key: self._gate_op("getitem", key),
+    "__len__": lambda self: int(self._gate_op("len")),
+    "__iter__": lambda self: self._gate_op("iter"),
+    "__next__": lambda self: self._gate_op("next"),
+    "__contains__": lambda self, item: self._gate_op("contains", item) is True,
+    "__call__": lambda self, *args, **kwargs: self._gate_op("call", list(args), kwargs),
+    "__hash__": lambda self: int(self._gate_op("hash")),
+}
+_classes: dict[frozenset[str], type] = {}
+
+
+def reverse(session: Session, number: int, protocols: list[Any]) -> Reverse:
+    """A ``Reverse`` with exactly the protocols the oracle's object has (``hasattr(x, "__len__")`` tells)."""
+    names = frozenset(p for p in protocols if p in PROTOCOLS)
+    cls = _classes.get(names)
+    if cls is None:
+        cls = _classes[names] = type("Reverse", (Reverse,), {"__slots__": (), **{n: PROTOCOLS[n] for n in names}})
+    return cls(session, number)  # type: ignore[no-any-return]
+
+
+def standard(module: str, qualname: str) -> Any:
+    """A standard-library object the oracle named (``collections.UserDict``), looked up here by name."""
+    if module.partition(".")[0] not in sys.stdlib_module_names:
+        raise ValueError(f"{module} is not a standard-library module")
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split(".") if qualname else ():
+        obj = getattr(obj, part)
+    return obj
+
+
+def op_snapshot(s: Session, targets: Any) -> list[Any]:
+    """Each target's state as plain data (``protocol/snapshot.py``); the evaluator compares it."""
+    snapshot = importlib.import_module("_mergegate_protocol.snapshot")
+    return ["ok", [snapshot.Walk(s.ref).node(t) for t in s.dec(targets)]]
+
+
+def op_defclass(s: Session, source: str, name: str, module: str, bases: Any, names: Any) -> list[Any]:
+    """A class statement of the oracle's, executed here: its methods are part of the system under test.
+
+    ``source`` is the trusted tree's own text of the statement, its bases replaced by
+    ``__gate_base_<n>`` and its decorators left on the trusted side.
+    """
+    namespace: dict[str, Any] = {"__name__": module, "__builtins__": builtins}
+    namespace.update(s.dec(names))
+    for number, base in enumerate(s.dec(bases)):
+        namespace[f"__gate_base_{number}"] = base
+    exec(compile(source, f"<oracle class {name}>", "exec"), namespace)
+    cls = namespace[name]
+    home = sys.modules.get(module)
+    if home is None:  # the oracle module's name, here: pickle (and a type named by string) finds the class by it
+        home = sys.modules[module] = types.ModuleType(module)
+        home.__dict__["__gate_oracle__"] = True
+        # any other name of the oracle module is asked of the evaluator (an oracle class comes as its copy)
+        home.__dict__["__getattr__"] = lambda attr: answer(s, s.endpoint.request(["rmod", module, attr]))
+    if home.__dict__.get("__gate_oracle__"):
+        setattr(home, name, cls)
+    return ["ok", s.enc(cls)]
+
+
+def op_pickle(s: Session, target: Any, protocol: Any) -> list[Any]:
+    import pickle
+
+    return ["ok", s.enc(pickle.dumps(s.dec(target), protocol if type(protocol) is int else None))]
+
+
+def op_unpickle(s: Session, data: Any) -> list[Any]:
+    import pickle
+
+    return ["ok", s.enc(pickle.loads(s.dec(data)))]
+
+
+def op_copy(s: Session, target: Any, deep: Any) -> list[Any]:
+    import copy
+
+    obj = s.dec(target)
+    return ["ok", s.enc(copy.deepcopy(obj) if deep is True else copy.copy(obj))]
+
+
+OPS = {"snapshot": op_snapshot, "defclass": op_defclass, "pickle": op_pickle, "unpickle": op_unpickle,
+       "copy": op_copy}

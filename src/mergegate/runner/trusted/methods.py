@@ -1,0 +1,47 @@
+"""A method read off a production object and called at once: one request, not two."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from mergegate.runner.trusted.link import Link
+
+
+def _channel(owner: Any) -> Link:
+    return object.__getattribute__(owner, "_gate_ref")[0]  # type: ignore[no-any-return]
+
+
+class Method:
+    """``handle.name`` where ``name`` was a method of the handle's type: called, the read and the call are one
+    request (``callattr``, the same ``getattr`` then call in the subject); used any other way, it is read."""
+
+    __slots__ = ("_gate_name", "_gate_self", "_gate_value")
+
+    def __init__(self, owner: Any, name: str) -> None:
+        self._gate_self, self._gate_name, self._gate_value = owner, name, None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        ch = _channel(self._gate_self)
+        return ch.request("callattr", ch.enc(self._gate_self), self._gate_name, ch.enc(list(args)), ch.enc(kwargs))
+
+    def gate_read(self) -> Any:
+        if self._gate_value is None:
+            self._gate_value = _channel(self._gate_self).getattr(self._gate_self, self._gate_name)
+        return self._gate_value
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.gate_read(), name)
+
+    def __eq__(self, other: object) -> Any:
+        return self.gate_read() == (other.gate_read() if type(other) is Method else other)
+
+    def __hash__(self) -> int:
+        return hash(self.gate_read())
+
+    def __repr__(self) -> str:
+        return repr(self.gate_read())
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return self.gate_read().__signature__  # type: ignore[no-any-return]

@@ -1,0 +1,74 @@
+"""Production using an object of the oracle's (not a callable): each use comes back here and runs here.
+
+The oracle passed ``SupportsKeysAndGetItem({...})`` to a production function: the subject
+holds a ``Reverse`` stand-in (``subject/server.py``) whose attribute reads and operations are
+requests to the evaluator, answered by the oracle's own object in this process.  What the
+object raises is re-raised in the property when the production call returns (sticky, as for
+callbacks), except the protocol answers production is entitled to (``AttributeError`` for a
+missing attribute, ``KeyError``/``IndexError`` from ``[]``, ``StopIteration`` from ``next``):
+``hasattr`` and ``dict(obj)`` must work.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from mergegate.runner.protocol import codec
+
+OPS: dict[str, Any] = {
+    "getitem": operator.getitem, "len": len, "iter": iter, "next": next, "contains": operator.contains,
+    "repr": repr, "eq": operator.eq, "hash": hash, "call": lambda obj, args, kwargs: obj(*args, **kwargs),
+}
+ANSWERS = {"rget": (AttributeError,), "getitem": (KeyError, IndexError), "next": (StopIteration,)}
+
+
+def module_name(ch: Any, message: list[Any]) -> list[Any]:
+    """``rmod``: production read a name of an oracle module (a type named by string): a class as the subject's
+    copy (``classdefs.mirror``), plain data by value, nothing else (never a function production could call);
+    only modules of the trusted oracle tree answer."""
+    import sys
+
+    from mergegate.runner.trusted import classdefs
+
+    module = sys.modules.get(message[1]) if len(message) == 3 and type(message[1]) is str else None
+    file = getattr(module, "__file__", None)
+    if module is None or type(file) is not str or not classdefs._is_trusted(file) or type(message[2]) is not str \
+            or message[2].startswith("_") or not hasattr(module, message[2]):
+        return ["err", "AttributeError", f"oracle module has no attribute {str(message[2])[:100]!r}"]
+    value = getattr(module, message[2])
+    try:
+        if not isinstance(value, type):  # plain data by value; never the oracle's functions or objects
+            return ["ok", codec.encode(value, _refuse)]
+        return ["ok", ch.enc(value)]
+    except Exception as exc:
+        return ["err", "AttributeError", str(exc)[:500]]
+
+
+def _refuse(obj: Any) -> list[Any]:
+    raise codec.CodecError(f"an oracle {type(obj).__qualname__} is not handed to production by name")
+
+
+def serve(ch: Any, message: list[Any]) -> list[Any]:
+    """One ``rget`` (``[op, number, name]``) or ``rop`` (``[op, number, name, args]``) request."""
+    number = message[1] if len(message) >= 3 else None
+    if type(number) is not int or not 0 <= number < len(ch.callbacks) or type(message[2]) is not str \
+            or message[2].startswith("_gate"):
+        return ["err", "ValueError", "the subject asked for an unknown object of the oracle's"]
+    obj, name = ch.callbacks[number], message[2]
+    expected: tuple[type[BaseException], ...] = ANSWERS.get("rget" if message[0] == "rget" else name, ())
+    try:
+        if message[0] == "rget":
+            value = getattr(obj, name)
+        else:
+            fn = OPS.get(name)
+            args = ch.dec(message[3]) if len(message) == 4 else None
+            if fn is None or type(args) is not list:
+                return ["err", "ValueError", f"unknown operation {name!r}"]
+            value = fn(obj, *args)
+        return ["ok", ch.enc(value)]
+    except expected as exc:
+        return ["err", type(exc).__name__, str(exc)[:2000]]
+    except BaseException as exc:
+        ch.sticky.append(exc)
+        return ["err", "Exception", str(exc)[:2000]]

@@ -1,0 +1,375 @@
+"""What real tests do with production objects, sealed: the evaluator decides, the subject only describes.
+
+Stand-ins against a real subject process (as tests/test_protocol.py): comparisons, hashing,
+membership, truth and order decided over snapshots; lying protocols; unbounded, unstable or
+mutating state; pickles; oracle objects handed to production; zoned datetimes; exception classes.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import enum
+import os
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mergegate.runner.subject import sandbox
+from mergegate.runner.trusted import classdefs, pickles, snapshots, standins
+
+PRODUCTION = '''
+import collections.abc, dataclasses, datetime, enum, itertools, os, random
+
+class Liar:
+    """Every comparison, hash, truth and length answer is production's lie."""
+    def __init__(self, value):
+        self.value = value
+    def __eq__(self, other):
+        return True
+    def __ne__(self, other):
+        return False
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__
+    def __hash__(self):
+        return 0
+    def __bool__(self):
+        return True
+    def __len__(self):
+        return 3
+    def __contains__(self, item):
+        return True
+
+class Bag(collections.abc.Mapping):
+    """A mapping whose own __eq__ and __len__ lie; its items are its state."""
+    def __init__(self, data):
+        self._data = dict(data)
+    def __getitem__(self, key):
+        return self._data[key]
+    def __iter__(self):
+        return iter(self._data)
+    def __len__(self):
+        return 99
+    def __eq__(self, other):
+        return True
+    __hash__ = None
+
+class Shifty(collections.abc.Set):
+    """A set whose items differ at every read."""
+    def __init__(self):
+        self.n = 0
+    def __iter__(self):
+        self.n += 1
+        return iter([self.n])
+    def __contains__(self, x):
+        return True
+    def __len__(self):
+        return 1
+
+class Endless(collections.abc.Sequence):
+    def __eq__(self, other):
+        return True
+    __hash__ = None
+    def __getitem__(self, i):
+        return i
+    def __len__(self):
+        return 10
+    def __iter__(self):
+        return itertools.count()
+
+class Mutating(collections.abc.Mapping):
+    """Its items change while they are read."""
+    def __init__(self):
+        self.d = {1: 1, 2: 2}
+    def __getitem__(self, k):
+        return self.d[k]
+    def __len__(self):
+        return len(self.d)
+    def __iter__(self):
+        for k in self.d:
+            self.d[k + 100] = 0
+            yield k
+
+class DictProperty:
+    """Its __dict__ answers differently at every read."""
+    def __init__(self):
+        self.calls = 0
+    def __eq__(self, other):
+        return True
+    __hash__ = object.__hash__
+    @property
+    def __dict__(self):
+        object.__setattr__(self, "calls", object.__getattribute__(self, "calls") + 1)
+        return {"n": random.random()}
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    x: int
+    y: int
+
+class Plain:
+    """No __eq__ of its own: Python compares it by identity."""
+    def __init__(self, v):
+        self.v = v
+
+class Color(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+class Zone(datetime.tzinfo):
+    def utcoffset(self, when):
+        return datetime.timedelta(hours=2)
+    def dst(self, when):
+        return datetime.timedelta(0)
+    def tzname(self, when):
+        return "Z2"
+
+class Evil:
+    def __reduce__(self):
+        return (os.getpid, ())
+
+class ProdError(KeyError):
+    pass
+
+class SubError(ProdError):
+    pass
+
+def zoned():
+    return datetime.datetime(2026, 3, 1, 12, 0, tzinfo=Zone())
+
+def evil_bytes():
+    import pickle
+    return b"cos\\nsystem\\n(S'echo pwned'\\ntR."
+
+def use(obj):
+    return sorted(obj.keys()), obj["a"], len(obj), hasattr(obj, "__len__"), hasattr(obj, "__call__")
+
+def arity(fn):
+    import inspect
+    return len(inspect.signature(fn).parameters)
+
+def where():
+    return os.getpid()
+
+def fail_sub():
+    raise SubError("deep")
+
+def clear_it(obj):
+    obj.clear()
+    obj.items.append("production's")
+    return len(obj.items)
+
+def describe_type(cls, member):
+    return cls.__name__, isinstance(cls, type), type(member).__name__, member.name, member.value, member is cls.RED
+'''
+
+
+class Marker(enum.Enum):
+    """An oracle class handed to production: copied into the subject from this file's text."""
+
+    RED = 1
+    BLUE = 2
+
+
+@pytest.fixture(scope="module")
+def subject(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Subject]:
+    tree = tmp_path_factory.mktemp("tree")
+    (tree / "src").mkdir()
+    (tree / "src" / "objmod.py").write_text(PRODUCTION)
+    spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), preload=("objmod",))
+    subj = sandbox.Subject(spec, sandbox.choose("auto"), tmp_path_factory.mktemp("scratch"), "o")
+    yield subj
+    subj.close()
+
+
+@pytest.fixture
+def prod(subject: sandbox.Subject) -> Any:
+    return standins.Channel(subject.socket_path).request("import", "objmod")
+
+
+def test_a_liar_answers_no_question_the_evaluator_asks(prod: Any) -> None:
+    """Liar's __eq__/__hash__/__bool__/__len__/__contains__ all lie: none is asked for a verdict."""
+    a, b = prod.Liar(1), prod.Liar(2)
+    assert a != b and not a == b  # noqa: SIM201 - state differs, whatever Liar.__eq__ says
+    assert a != 1 and a == prod.Liar(1) and hash(a) == hash(prod.Liar(1))
+    with pytest.raises(standins.SealedCallError, match="truth"):
+        bool(a)
+    with pytest.raises(standins.SealedCallError, match="`in`"):
+        _ = 1 in a
+    with pytest.raises(standins.SealedCallError, match="order"):
+        _ = a < b
+    assert len(a) == 3  # a length is a value production returns, like any other
+
+
+def test_a_mapping_is_compared_by_its_items_never_by_its_own_eq(prod: Any) -> None:
+    bag = prod.Bag({"a": 1})
+    assert bag == {"a": 1} and bag != {"a": 2} and bag != prod.Bag({"a": 2}) and bag == prod.Bag({"a": 1})
+    assert "a" in bag and "b" not in bag and bool(bag) and not bool(prod.Bag({}))
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(bag)  # Bag says __hash__ = None: the evaluator keeps Python's rule
+    assert bag != 5 and bag != [("a", 1)]
+
+
+def test_unstable_unbounded_and_mutating_state_never_decide(prod: Any) -> None:
+    shifty = prod.Shifty()
+    # each read shows other items: each answer is the evaluator's, from the items that read showed
+    assert [shifty == {1}, shifty == {1}, shifty == frozenset({3}), 4 in shifty] == [True, False, True, True]
+    assert shifty.n == 4 and shifty != {99}
+    with pytest.raises(standins.SealedCallError, match="over a bound"):
+        _ = prod.Endless() == [0, 1]
+    with pytest.raises(RuntimeError, match="changed size"):
+        _ = prod.Mutating() == {1: 1, 2: 2}
+    liar_dict = prod.DictProperty()
+    assert liar_dict != prod.DictProperty()  # random state: never equal, whatever __eq__ says
+
+
+def test_dataclasses_enums_and_identity_classes(prod: Any) -> None:
+    assert prod.Point(1, 2) == prod.Point(1, 2) and prod.Point(1, 2) != prod.Point(2, 1)
+    assert len({prod.Point(1, 2), prod.Point(1, 2), prod.Point(3, 4)}) == 2
+    plain = prod.Plain(1)
+    assert plain == plain and plain != prod.Plain(1)  # no __eq__ of its own: identity, as in Python
+    assert prod.Color.RED == prod.Color.RED and prod.Color.RED != prod.Color.BLUE
+    assert prod.Color.RED in {prod.Color.RED: 1}
+
+
+def test_production_exceptions_keep_their_hierarchy(prod: Any) -> None:
+    with pytest.raises(prod.ProdError) as info:
+        prod.fail_sub()
+    assert isinstance(info.value, KeyError) and isinstance(info.value, prod.SubError)
+    raised = prod.ProdError("mine")
+    assert isinstance(raised, prod.ProdError)
+    with pytest.raises(prod.ProdError):
+        raise raised
+
+
+def test_pickle_runs_in_the_subject_and_production_bytes_are_never_unpickled_here(prod: Any) -> None:
+    channel = standins.channel_of(prod)
+    pickles.guard(channel, "/nonexistent-trusted-root")
+    try:
+        point = pickle.loads(pickle.dumps(prod.Point(1, 2)))
+        assert type(point) is standins.Remote and point == prod.Point(1, 2)
+        assert pickle.loads(pickle.dumps(prod.Evil())) == prod.where() != os.getpid()  # __reduce__ ran there
+        with pytest.raises(pickle.UnpicklingError, match="not unpickled in the evaluator"):
+            pickle.loads(prod.evil_bytes())  # os.system: refused, never called here
+        assert copy.copy(prod.Point(3, 4)) == prod.Point(3, 4) and copy.deepcopy([prod.Point(5, 6)])[0].x == 5
+        assert pickle.loads(pickle.dumps({"plain": [1, 2]})) == {"plain": [1, 2]}
+    finally:
+        pickle.loads, pickle.load, pickle.Unpickler = pickles._REAL  # type: ignore[misc]
+
+
+def test_oracle_objects_and_callables_reach_production_with_their_protocols(prod: Any) -> None:
+    class Keys:
+        def __init__(self) -> None:
+            self.data = {"b": 2, "a": 1}
+
+        def keys(self) -> Any:
+            return self.data.keys()
+
+        def __getitem__(self, key: str) -> int:
+            return self.data[key]
+
+        def __len__(self) -> int:
+            return 2
+
+    assert prod.use(Keys()) == (["a", "b"], 1, 2, True, False)
+    assert prod.arity(lambda a, b: a) == 2 and prod.arity(lambda: 0) == 0
+
+
+def test_a_zoned_datetime_is_a_real_datetime_whose_zone_forwards(prod: Any) -> None:
+    when = prod.zoned()
+    assert type(when) is dt.datetime and when.utcoffset() == dt.timedelta(hours=2) and when.tzname() == "Z2"
+    assert when == dt.datetime(2026, 3, 1, 10, 0, tzinfo=dt.UTC)
+    assert prod.use.__call__ is not None and prod.where() != os.getpid()
+
+
+def test_snapshots_are_bounded_in_the_subject(tmp_path: Path) -> None:
+    from mergegate.runner.protocol import snapshot
+
+    deep: Any = []
+    for _ in range(snapshot.MAX_DEPTH + 5):
+        deep = [deep, object()]
+    with pytest.raises(snapshot.SnapshotBound, match="deeper"):
+        snapshot.Walk(lambda o: ["h", 1]).node(deep)
+    loop: list[Any] = []
+    loop.append(loop)
+    assert snapshot.Walk(lambda o: ["h", 1]).node(loop) == ["L", ["c", 1]]
+    assert isinstance(snapshots.Snap("m:T", frozenset(), "fields", {"a": 1}), snapshots.Snap)
+
+
+def test_a_method_read_and_called_is_one_request_and_still_a_value(prod: Any) -> None:
+    channel = standins.channel_of(prod)
+    first = prod.Point(1, 2)
+    assert first.__repr__() == "Point(x=1, y=2)"  # the first read learns that __repr__ is a method of Point
+    calls = channel.calls
+    assert prod.Point(3, 4).__repr__() == "Point(x=3, y=4)"
+    assert channel.calls - calls == 3  # read the class off the module, construct, then read-and-call at once
+    method = first.__repr__
+    assert method == first.__repr__ and method() == "Point(x=1, y=2)" and prod.arity(method) == 0
+    assert prod.use.__name__ == "use"  # a function, not a method of a production object: read as before
+
+
+def test_collections_and_named_tuple_subclasses(subject: sandbox.Subject, tmp_path: Path) -> None:
+    tree = Path(subject.spec.tree) / "src"
+    (tree / "bagmod.py").write_text(
+        "import collections, collections.abc\n"
+        "class Bag(collections.abc.Collection):\n"
+        "    def __init__(self, items):\n        self.items = list(items)\n"
+        "    def __iter__(self):\n        return iter(self.items)\n"
+        "    def __len__(self):\n        return len(self.items)\n"
+        "    def __contains__(self, x):\n        return True\n"
+        "    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = None\n"
+        "class Pair(collections.namedtuple('Pair', 'a b')):\n"
+        "    def swapped(self):\n        return Pair(self.b, self.a)\n")
+    channel = standins.Channel(subject.socket_path)
+    bags = channel.request("import", "bagmod")
+    assert bags.Bag([1, 2, 2]) == bags.Bag([2, 1, 2]) and bags.Bag([1, 2]) != bags.Bag([1, 2, 2])
+    assert 2 in bags.Bag([1, 2]) and 3 not in bags.Bag([1, 2]) and not bags.Bag([]) and bags.Bag([0])
+    pair = bags.Pair(1, 2)
+    assert type(pair) is standins.Remote and pair.swapped() == (2, 1) and pair == (1, 2)
+
+
+def test_an_oracle_class_handed_to_production_is_copied_there(prod: Any) -> None:
+    with pytest.raises(standins.SealedCallError, match="cannot pass a EnumType"):
+        prod.describe_type(Marker, Marker.RED)  # not from the trusted oracle tree: never copied
+    classdefs._trusted[:] = [str(Path(__file__).parent)]
+    try:
+        assert prod.describe_type(Marker, Marker.RED) == ("Marker", True, "Marker", "RED", 1, True)
+    finally:
+        classdefs._trusted[:] = []
+
+
+SETTING = {"plain": [1, 2]}
+
+
+def helper_the_oracle_keeps() -> str:
+    return "never production's to call"
+
+
+class Model:
+    def __init__(self) -> None:
+        self.items = [1, 2, 3]
+
+    def clear(self) -> None:
+        self.items.clear()
+
+
+def test_production_gets_copies_of_oracle_objects_and_no_oracle_function_by_name(prod: Any) -> None:
+    """A reverse handle is a copy (production never writes into the property's objects); an oracle module's
+    names reach production as class copies or plain data, never as functions it could call."""
+    from mergegate.runner.trusted import reverse
+
+    model = Model()
+    assert prod.clear_it(model) == 0 and model.items == [1, 2, 3]  # the copy was cleared; a list read is a copy
+    channel = standins.channel_of(prod)
+    classdefs._trusted[:] = [str(Path(__file__).parent)]
+    try:
+        assert reverse.module_name(channel, ["rmod", __name__, "SETTING"]) == ["ok", ["d", "plain", ["l", 1, 2]]]
+        for name in ("helper_the_oracle_keeps", "pytest", "_private", "missing"):
+            assert reverse.module_name(channel, ["rmod", __name__, name])[:2] == ["err", "AttributeError"], name
+        assert reverse.module_name(channel, ["rmod", __name__, "Marker"])[0] == "ok"  # a class: its copy
+    finally:
+        classdefs._trusted[:] = []
+    assert reverse.module_name(channel, ["rmod", __name__, "SETTING"])[:2] == ["err", "AttributeError"]
