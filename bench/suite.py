@@ -200,7 +200,7 @@ def build_repo(root: Path, sdist: Path) -> tuple[Path, str, str, dict[str, str],
     imported = gate(repo_dir, "catalog", "import").stdout
     kinds: dict[str, str] = {}  # node id -> hypothesis | plain
     for line in imported.splitlines():
-        m = re.match(r"added \S+ +(\S+) +\((hypothesis|plain test)\)(?:  .*)?$", line)
+        m = re.match(r"added \S+ +(\S+) +\((hypothesis|plain test)\)$", line)
         if m:
             kinds[m.group(1)] = "hypothesis" if m.group(2) == "hypothesis" else "plain"
     person_commit(repo_dir, f"tests: {PROJECT}'s suite, adopted as the oracle (gate catalog import)", sign=True)

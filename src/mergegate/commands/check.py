@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mergegate import textsafe
 from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
 from mergegate.git import branches, core, diffs
 from mergegate.pipeline.progress import progress_bar
@@ -84,6 +85,15 @@ def _print_table(outcome: Any, where: Path) -> None:
     if failures:
         print()
         print("\n".join(failures))
+    from mergegate.pipeline import coverage
+
+    extra = coverage.console(outcome.coverage)
+    if extra:
+        print()
+        print("\n".join(textsafe.line(line) for line in extra))
+    if outcome.fresh_seeds:
+        print(f"fresh seeds: {', '.join(map(str, outcome.fresh_seeds))} "
+              f"(reproduce: {evidence.fresh_reproduce(outcome)})")
     print()
     for line in evidence.review_note(outcome):
         print(line)

@@ -19,10 +19,12 @@ from pathlib import Path
 from mergegate.errors import UsageError
 from mergegate.git import blobs, core, diffs, history
 from mergegate.pipeline import canaries as the_canaries
+from mergegate.pipeline import coverage as change_coverage
 from mergegate.pipeline import diffrun
 from mergegate.records import catalog, ledger, manifest, repo
 from mergegate.records.policy import Policy
-from mergegate.rules import admission, agents, differential, scorecard, split, unified, verdicts
+from mergegate.rules import admission, agents, coverage, differential, scorecard, split, unified, verdicts
+from mergegate.rules.coverage import Report as CoverageReport
 from mergegate.rules.verdicts import Combined
 from mergegate.runner.pool import prestarted
 from mergegate.runner.rows import SEALED, Row
@@ -60,6 +62,8 @@ class Outcome:
     differential: differential.Decision | None = None
     agent: bool = False
     stopped_at: str | None = None
+    fresh_seeds: tuple[int, ...] = ()  # drawn from the OS for this check, run on both sides after ``seeds``
+    coverage: CoverageReport | None = None  # the changed production lines the head's runs reached
 
     @property
     def admitted(self) -> bool:
@@ -133,10 +137,15 @@ def _check(base: str, head_sha: str, mb: str, policy: Policy, *, environ: Mappin
         pair = diffrun.pair_from_rows(
             start.merge_base, start.head, policy, cat, specs, seeds, diffrun.load_rows(runs[0], seeds),
             diffrun.load_rows(runs[1], seeds), skip_head=start.oracle_edited, cwd=cwd)
-    else:
-        pair = diffrun.run_pair(start.merge_base, start.head, policy, cat, specs, start.seeds,
-                                skip_head=start.oracle_edited, jobs=jobs, progress=progress, cwd=cwd)
-    return _differential(start, pair, policy, base_ledger, now)
+        return _differential(start, pair, policy, base_ledger, now)
+    fresh = change_coverage.fresh_seeds(policy.verdict.fresh_seeds, start.seeds)
+    changed = change_coverage.changed_lines(start.merge_base, start.head, policy, cwd)
+    pair = diffrun.run_pair(start.merge_base, start.head, policy, cat, specs, start.seeds,
+                            skip_head=start.oracle_edited, jobs=jobs, progress=progress, cwd=cwd, fresh=fresh,
+                            trace=sorted(changed))
+    start = _with(start, fresh_seeds=fresh)
+    return _differential(start, pair, policy, base_ledger, now,
+                         change_coverage.measure(changed, start.head, pair.head_rows, policy, cwd))
 
 
 def _with(outcome: Outcome, **changes: object) -> Outcome:
@@ -180,7 +189,7 @@ def _independence(o: Outcome, policy: Policy, base_ledger: ledger.Ledger, now: d
 
 
 def _differential(o: Outcome, pair: diffrun.Pair, policy: Policy, base_ledger: ledger.Ledger,
-                  now: dt.datetime) -> Outcome:
+                  now: dt.datetime, cov: CoverageReport | None = None) -> Outcome:
     broken = sorted({r.prop for r in pair.base_rows if r.load_error})
     if broken:
         first = next(r for r in pair.base_rows if r.load_error)
@@ -198,10 +207,10 @@ def _differential(o: Outcome, pair: diffrun.Pair, policy: Policy, base_ledger: l
     )
     results = unified.evaluate(
         ((p.id, p.canary, p.quarantine_eligible) for p in o.properties), base_rows, head_rows, o.seeds,
-        oracle_edited=edited, freezes=base_ledger.entries, ctx=ctx,
+        oracle_edited=edited, freezes=base_ledger.entries, ctx=ctx, fresh=o.fresh_seeds,
     )
     combined = verdicts.combine(unified.verdict_map(results), o.claimed, policy.verdict.combiner)
-    decision = differential.decide(base_rows, head_rows, o.seeds, [p.id for p in o.properties])
+    decision = differential.decide(base_rows, head_rows, o.seeds, [p.id for p in o.properties], o.fresh_seeds)
     final, reason = combined.decision, combined.reason
     if o.score is not None and o.score.verdict == scorecard.REVIEW and final != verdicts.REJECT:
         final, reason = REVIEW, ",".join(o.score.reasons)
@@ -209,8 +218,10 @@ def _differential(o: Outcome, pair: diffrun.Pair, policy: Policy, base_ledger: l
             and unsealed_passes(results, pair.head_rows):
         # The pass came from a run where production shared the property's process: a person looks.
         final, reason = REVIEW, UNSEALED_PASS
+    # The properties held; did they look at the change?  (The subject's own report.)
+    final, reason = coverage.decide(final, reason, cov, policy.coverage.action)
     return _with(o, pair=pair, oracle_edited=edited, verdicts=results, combined=combined,
-                 differential=decision, decision=final, reason=reason)
+                 differential=decision, decision=final, reason=reason, coverage=cov)
 
 
 def unsealed_passes(results: Sequence[unified.PropertyVerdict], head_rows: Sequence[Row]) -> list[str]:

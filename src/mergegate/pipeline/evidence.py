@@ -74,6 +74,8 @@ def decision_json(o: Outcome) -> dict[str, Any]:
         "differential": o.differential.to_dict() if o.differential else None,
         "propose_freeze": [v.prop for v in o.verdicts if v.propose_freeze],
         "review": [v.prop for v in o.verdicts if v.review],
+        "seeds": list(o.seeds), "fresh_seeds": list(o.fresh_seeds),
+        "coverage": o.coverage.to_dict() if o.coverage is not None else None,
     }
     if o.pair is not None:
         data["fixture_digest"] = o.pair.contract["fixture_digest"]
@@ -111,6 +113,8 @@ def _fill(o: Outcome, out: Path) -> None:
     write_jsonl(o.pair.base_rows if o.pair else (), out / "base.jsonl")
     write_jsonl(o.pair.head_rows if o.pair else (), out / "patch.jsonl")
     fsutil.atomic_write(out / "decision.json", _json(decision_json(o)))
+    fsutil.atomic_write(out / "coverage.json", _json(o.coverage.to_dict() if o.coverage is not None else {
+        "measured": False, "why": "no run on the head here (stopped early, or rows made elsewhere)"}))
     fsutil.atomic_write(out / "summary.md", markdown(o).encode())
 
 
@@ -262,11 +266,46 @@ def markdown(o: Outcome) -> str:
     mismatch = manifest_text(o)
     if mismatch:
         lines += ["", f"### {mismatch[0]}", "", *_fenced([ln.strip() for ln in mismatch[1:]])]
+    lines += _coverage_markdown(o)
+    if o.fresh_seeds:
+        lines += ["", f"Fresh seeds (drawn for this check): {', '.join(map(str, o.fresh_seeds))}; "
+                  f"reproduce one: `{fresh_reproduce(o)}`"]
     if o.canaries:
         lines += ["", "Canaries: " + ", ".join(f"{c.name} {'ok' if c.ok else 'MISS'}" for c in o.canaries)]
     if o.score is not None:
         lines += ["", f"Scorecard: {o.score.verdict}, debt {o.score.debt}, reasons {', '.join(o.score.reasons)}"]
     return "\n".join(lines) + "\n"
+
+
+def fresh_reproduce(o: Outcome) -> str:
+    """The command that runs every property on the head at this check's fresh seeds again (the oracle
+    from the merge-base, as in the check)."""
+    import shlex
+
+    trusted = f" --trusted {shlex.quote(o.merge_base[:12])}" if o.merge_base != o.head else ""
+    return f"gate run --rev {shlex.quote(o.head[:12])}{trusted} --seeds {','.join(map(str, o.fresh_seeds))}"
+
+
+def _coverage_markdown(o: Outcome) -> list[str]:
+    from mergegate.rules.coverage import ranges
+
+    rep = o.coverage
+    if rep is None or not rep.changed:
+        return []
+    lines = ["", f"### Change coverage: {rep.reached_count} of {rep.total} changed executable lines reached "
+             f"(threshold {rep.threshold:.0%})", "",
+             "Reported by a tracer inside the subject (production's own process): a hostile patch can "
+             "fake it; it catches the change no property looks at.", ""]
+    if rep.unreached:
+        lines += ["Not reached by any property:", ""]
+        lines += [f"- `{path}`: lines {ranges(v)}" for path, v in sorted(rep.unreached.items())]
+    if rep.by_prop:
+        lines += ["", "Properties that reached the change:", ""]
+        lines += [f"- `{prop}`: " + "; ".join(f"`{p}` {ranges(v)}" for p, v in sorted(paths.items()))
+                  for prop, paths in sorted(rep.by_prop.items())]
+    else:
+        lines += ["", "No property reached the change."]
+    return lines
 
 
 def _fenced(block: list[str]) -> list[str]:

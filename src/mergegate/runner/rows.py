@@ -39,6 +39,9 @@ class Row:
     reproduce: str | None = None  # one command that runs this property at this seed on this tree again
     production_calls: int = 0  # sealed: requests the run made of production (calls, attributes, operators)
     production_s: float = 0.0  # sealed: seconds of duration_s spent in them (production's work and the round trips)
+    # Change coverage: (path, lines) of the changed production files this run executed, as the
+    # subject reported it (production's own report); None: not measured (base, shared, crashed).
+    lines_run: tuple[tuple[str, tuple[int, ...]], ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -60,6 +63,8 @@ class Row:
             data["undeclared_fixtures"] = list(self.undeclared_fixtures)
         if self.production_calls:
             data["production_calls"], data["production_s"] = self.production_calls, self.production_s
+        if self.lines_run is not None:
+            data["lines_run"] = {path: list(lines) for path, lines in self.lines_run}
         return data
 
 
@@ -95,8 +100,20 @@ def make_row(prop: Any, seed: int, out: dict[str, Any], policy: Policy, *, spec_
         error=error, fixtures_opened=opened, undeclared_fixtures=undeclared,
         load_error=str(error or "").startswith(LOAD_ERROR), isolation=isolation, containment=containment,
         falsifying_example=falsifying, production_calls=_count(out.get("calls")),
-        production_s=_seconds(out.get("production_s")),
+        production_s=_seconds(out.get("production_s")), lines_run=lines_run(out.get("lines_run")),
     )
+
+
+def lines_run(value: Any) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
+    """A run's ``{path: [line, ...]}`` as sorted pairs; None for anything that is not that."""
+    if type(value) is not dict:
+        return None
+    pairs = []
+    for path, lines in value.items():
+        if type(path) is not str or type(lines) is not list or not all(type(n) is int and n > 0 for n in lines):
+            return None
+        pairs.append((path, tuple(sorted(set(lines)))))
+    return tuple(sorted(pairs))
 
 
 def _count(value: Any) -> int:
@@ -148,4 +165,5 @@ def row_from_json(data: dict[str, Any]) -> Row:
         falsifying_example=str(data.get("falsifying_example") or "") or None,
         reproduce=str(data.get("reproduce") or "") or None,
         production_calls=_count(data.get("production_calls")), production_s=_seconds(data.get("production_s")),
+        lines_run=lines_run(data.get("lines_run")),
     )
