@@ -42,6 +42,7 @@ class Row:
     # Change coverage: (path, lines) of the changed production files this run executed, as the
     # subject reported it (production's own report); None: not measured (base, shared, crashed).
     lines_run: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    lines_at_import: tuple[tuple[str, tuple[int, ...]], ...] = ()  # of those, run importing production
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -65,6 +66,7 @@ class Row:
             data["production_calls"], data["production_s"] = self.production_calls, self.production_s
         if self.lines_run is not None:
             data["lines_run"] = {path: list(lines) for path, lines in self.lines_run}
+            data["lines_at_import"] = {path: list(lines) for path, lines in self.lines_at_import}
         return data
 
 
@@ -101,6 +103,7 @@ def make_row(prop: Any, seed: int, out: dict[str, Any], policy: Policy, *, spec_
         load_error=str(error or "").startswith(LOAD_ERROR), isolation=isolation, containment=containment,
         falsifying_example=falsifying, production_calls=_count(out.get("calls")),
         production_s=_seconds(out.get("production_s")), lines_run=lines_run(out.get("lines_run")),
+        lines_at_import=lines_run(out.get("lines_at_import")) or (),
     )
 
 
@@ -165,5 +168,5 @@ def row_from_json(data: dict[str, Any]) -> Row:
         falsifying_example=str(data.get("falsifying_example") or "") or None,
         reproduce=str(data.get("reproduce") or "") or None,
         production_calls=_count(data.get("production_calls")), production_s=_seconds(data.get("production_s")),
-        lines_run=lines_run(data.get("lines_run")),
+        lines_run=lines_run(data.get("lines_run")), lines_at_import=lines_run(data.get("lines_at_import")) or (),
     )

@@ -269,7 +269,7 @@ def op_affinity(s: Session, cpu: Any) -> list[Any]:
 
 def op_lines(s: Session) -> list[Any]:
     """The lines of the changed production files this process (and its ancestors) ran (``tracer.py``)."""
-    return ["ok", TRACER[0].lines() if TRACER else {}]
+    return ["ok", s.enc(TRACER[0].report() if TRACER else {"lines": {}, "import": {}})]
 
 
 TRACER: list[Any] = []  # the fork server's tracer, inherited by every child
@@ -340,6 +340,8 @@ def main() -> None:
     for name in config.get("preload", ()):
         with contextlib.suppress(BaseException):  # the child imports it again and reports the error
             importlib.import_module(name)
+    if TRACER:
+        TRACER[0].mark_imported()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     die_with_parent = _death_signal()
     import gc
