@@ -71,6 +71,9 @@ def test_bug_in_a_new_function_no_property_calls_is_review_with_the_lines(shop: 
     assert (tmp_path / "s.md").read_text() == summary
     console = gate(shop, "check", "--base", "main", "--head", head, check=1).stdout
     assert f"not reached: {TAX}: {body[0]}" in console and "decision: review (unexercised_change)" in console
+    define = lines_of(new, "def tax_rounded_down")
+    assert cov["at_import_only"] == {TAX: define} and cov["by_property"] == {}  # the def ran; no property did
+    assert f"ran only importing production: {TAX}: {define[0]}" in console
 
 
 def test_bug_only_outside_every_strategys_range_is_review(shop: Path) -> None:

@@ -107,6 +107,7 @@ def test_report_counts_only_executable_changed_lines_and_says_who_reached_them()
     assert rep.changed == {"a.py": (2, 3, 4), "bad.py": (5,)}  # b.py's line 7 is no code; bad.py: all
     assert rep.reached == {"a.py": (2, 3)} and rep.unreached == {"a.py": (4,), "bad.py": (5,)}
     assert rep.by_prop == {"p1": {"a.py": (3,)}}  # line 2 ran at import, before any property
+    assert rep.at_import_only == {"a.py": (2,)}
     assert rep.fraction == 0.5 and rep.ok
     assert not coverage.report({"a.py": {1}}, {"a.py": {1}}, [], threshold=1.0).ok
     assert coverage.report({}, {}, []).ok  # nothing changed that carries code

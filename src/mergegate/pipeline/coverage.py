@@ -73,6 +73,8 @@ def console(rep: coverage.Report | None) -> list[str]:
            f"under the properties (threshold {rep.threshold:.0%}; the subject's own report)"]
     for path, lines in sorted(rep.unreached.items()):
         out.append(f"  not reached: {path}: {coverage.ranges(lines)}")
+    for path, lines in sorted(rep.at_import_only.items()):
+        out.append(f"  ran only importing production: {path}: {coverage.ranges(lines)}")
     for prop, paths in sorted(rep.by_prop.items()):
         out.append(f"  reached by {prop}: " + "; ".join(f"{p}: {coverage.ranges(v)}" for p, v in sorted(paths.items())))
     return out

@@ -299,6 +299,9 @@ def _coverage_markdown(o: Outcome) -> list[str]:
     if rep.unreached:
         lines += ["Not reached by any property:", ""]
         lines += [f"- `{path}`: lines {ranges(v)}" for path, v in sorted(rep.unreached.items())]
+    if rep.at_import_only:
+        lines += ["", "Ran only while production was imported (before any property):", ""]
+        lines += [f"- `{path}`: lines {ranges(v)}" for path, v in sorted(rep.at_import_only.items())]
     if rep.by_prop:
         lines += ["", "Properties that reached the change:", ""]
         lines += [f"- `{prop}`: " + "; ".join(f"`{p}` {ranges(v)}" for p, v in sorted(paths.items()))

@@ -85,6 +85,17 @@ class Report:
                 out[path] = missing
         return out
 
+    @property
+    def at_import_only(self) -> dict[str, tuple[int, ...]]:
+        """Reached lines no property's own run executed: they ran when production was imported."""
+        out = {}
+        for path, lines in self.reached.items():
+            own = {n for paths in self.by_prop.values() for n in paths.get(path, ())}
+            rest = tuple(n for n in lines if n not in own)
+            if rest:
+                out[path] = rest
+        return out
+
     def to_dict(self) -> dict[str, object]:
         return {
             "threshold": self.threshold, "fraction": round(self.fraction, 4), "ok": self.ok,
@@ -92,6 +103,7 @@ class Report:
             "changed": {p: list(v) for p, v in sorted(self.changed.items())},
             "reached": {p: list(v) for p, v in sorted(self.reached.items())},
             "unreached": {p: list(v) for p, v in sorted(self.unreached.items())},
+            "at_import_only": {p: list(v) for p, v in sorted(self.at_import_only.items())},
             "by_property": {prop: {p: list(v) for p, v in sorted(paths.items())}
                             for prop, paths in sorted(self.by_prop.items())},
             "unmeasured_runs": list(self.unmeasured),
