@@ -80,7 +80,8 @@ def main() -> int:
             agree += 1
         else:
             differ.append(f"  {pid}: plain {'pass' if plain_ok else 'fail'}, sealed {'pass' if sealed_ok else 'fail'}")
-    print(f"{args.repo.resolve().name}: {len(catalog)} entries, plain pytest passes {plain_pass}, sealed passes {sealed_pass}, "
+    print(f"{args.repo.resolve().name}: {len(catalog)} entries, plain pytest passes {plain_pass}, "
+          f"sealed passes {sealed_pass}, "
           f"agree {agree}/{len(catalog)} ({100 * agree / max(len(catalog), 1):.1f}%)")
     print("\n".join(differ))
     return 0

@@ -13,15 +13,20 @@ adopts the gate:
 4. ``gate run`` at that revision with the policy's seeds; the entries that do not pass here (natsort's
    locale tests want en_US/de_DE locales this machine lacks; a few compare production objects,
    which sealed runs refuse) are dropped in a last signed oracle-only commit: the base;
-5. the head: an agent's commit adding a comment to ``src/natsort/natsort.py``.
+5. the head: an agent's commit adding one module-level line to ``src/natsort/natsort.py`` (a changed,
+   executable line: the head's subject traces that file, the one every entry calls into);
+6. a second base, the same plus ``coverage: {paths: [none/**]}`` in gate.yaml (no file traced), and
+   the same head on it: the check without change coverage.
 
 Then, side by side in one run (alternating, best of 3):
 
 (a) ``gate check --base <base> --head <head>``, as a subprocess, wall time: everything it does
     (policy, manifest verification, worktrees, sandboxed subjects, every entry on both sides at the
-    policy's seeds, the decision and the evidence packet), jobs = cores (its default);
+    policy's seeds and its one fresh seed, change coverage, the decision and the evidence packet),
+    jobs = cores (its default); (a') the same check without change coverage (the second base);
 (b) plain pytest doing the same work on worktrees of the same two revisions: per side, per seed, one
-    ``pytest <the Hypothesis entries' node ids> -p no:cacheprovider --hypothesis-seed=<seed>``, and
+    ``pytest <the Hypothesis entries' node ids> -p no:cacheprovider --hypothesis-seed=<seed>`` (the
+    policy's seeds and one more, as the gate's fresh seed), and
     per side one ``pytest <the plain entries' node ids>`` (a plain test runs once per side in the gate,
     its row standing for every seed), with a settings profile of max_examples = the catalog's (no
     test of natsort sets its own), no database, no deadline, no explain phase (as the gate's
@@ -182,7 +187,7 @@ def drop_entries(repo_dir: Path, drop: set[str]) -> None:
     claimed.write_text("\n".join(lines) + "\n")
 
 
-def build_repo(root: Path, sdist: Path) -> tuple[Path, str, str, dict[str, str], dict[str, int]]:
+def build_repo(root: Path, sdist: Path) -> tuple[Path, tuple[str, str, str, str], dict[str, str], dict[str, int]]:
     """The adopted repository; base and head; the kept entries' kinds; the dropped ones by witness."""
     repo_dir = root / PROJECT
     repo_dir.mkdir(parents=True)
@@ -200,7 +205,7 @@ def build_repo(root: Path, sdist: Path) -> tuple[Path, str, str, dict[str, str],
     imported = gate(repo_dir, "catalog", "import").stdout
     kinds: dict[str, str] = {}  # node id -> hypothesis | plain
     for line in imported.splitlines():
-        m = re.match(r"added \S+ +(\S+) +\((hypothesis|plain test)\)(?:  .*)?$", line)
+        m = re.match(r"added \S+ +(\S+) +\((hypothesis|plain test)\)$", line)
         if m:
             kinds[m.group(1)] = "hypothesis" if m.group(2) == "hypothesis" else "plain"
     person_commit(repo_dir, f"tests: {PROJECT}'s suite, adopted as the oracle (gate catalog import)", sign=True)
@@ -213,16 +218,28 @@ def build_repo(root: Path, sdist: Path) -> tuple[Path, str, str, dict[str, str],
         person_commit(repo_dir, f"catalog: drop {len(failing)} entries that do not pass here", sign=True)
     base = build.git(repo_dir, "rev-parse", "HEAD")
     build.git(repo_dir, "checkout", "-q", "-b", "patch")
-    target = repo_dir / HEAD_FILE
-    target.write_text(target.read_text() + "\n# a harmless change\n")
-    build.git(repo_dir, "add", "-A")
-    build.git(repo_dir, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "natsort: a comment",
-              env=build.AGENT)
-    head = build.git(repo_dir, "rev-parse", "HEAD")
+    head = agent_line(repo_dir)
+    build.git(repo_dir, "checkout", "-q", "main")
+    build.git(repo_dir, "checkout", "-q", "-b", "no-coverage", base)
+    policy.write_text(policy.read_text() + 'coverage: {paths: ["none/**"]}\n')
+    person_commit(repo_dir, "policy: no change coverage (the bench's control)", sign=True)
+    base_off = build.git(repo_dir, "rev-parse", "HEAD")
+    build.git(repo_dir, "checkout", "-q", "-b", "patch-no-coverage")
+    head_off = agent_line(repo_dir)
     build.git(repo_dir, "checkout", "-q", "main")
     entries = catalog_entries(repo_dir)
     kept = {pid: kinds[node] for pid, node in entries.items()}
-    return repo_dir, base, head, kept, dict(collections.Counter(failing.values()))
+    return repo_dir, (base, head, base_off, head_off), kept, dict(collections.Counter(failing.values()))
+
+
+def agent_line(repo_dir: Path) -> str:
+    """The agent's commit on the checked-out branch: one harmless, executable module-level line."""
+    target = repo_dir / HEAD_FILE
+    target.write_text(target.read_text() + "\n_GATE_BENCH_CHANGE = 1\n")
+    build.git(repo_dir, "add", "-A")
+    build.git(repo_dir, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "natsort: one line",
+              env=build.AGENT)
+    return build.git(repo_dir, "rev-parse", "HEAD")
 
 
 # ---------------------------------------------------------------- plain pytest
@@ -296,11 +313,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gate-bench-suite-") as tmp_name:
         tmp = Path(tmp_name)
         took_setup, built = timed(lambda: build_repo(tmp, sdist))
-        repo_dir, base, head, kinds, dropped = built
+        repo_dir, (base, head, base_off, head_off), kinds, dropped = built
         policy_text = (repo_dir / "gate.yaml").read_text()
         m = re.search(r"seeds: *\[([0-9, ]+)\]", policy_text)
         assert m, "no verdict.seeds in gate.yaml"
         seeds = tuple(int(s) for s in m.group(1).split(","))
+        pytest_seeds = (*seeds, 12345)  # one more, as the gate's one fresh seed per check
         entries = catalog_entries(repo_dir)
         hyp = sorted(entries[p] for p, k in kinds.items() if k == "hypothesis")
         plain = sorted(entries[p] for p, k in kinds.items() if k == "plain")
@@ -327,12 +345,13 @@ def main() -> None:
         trees = [tmp / "tree-base", tmp / "tree-head"]
         for tree, rev in zip(trees, (base, head), strict=True):
             build.git(repo_dir, "worktree", "add", "-q", "--detach", str(tree), rev)
-        runs = invocations(trees, seeds, hyp, plain)
+        runs = invocations(trees, pytest_seeds, hyp, plain)
         primed = run_pytest(runs, plugin_dir, pycache, jobs)  # warm bytecode and Hypothesis storage, untimed
         runs.sort(key=lambda r: -primed[r])  # longest first: the best schedule for the baseline
         run_check(repo_dir, base, head, evidence)  # warm the gate's caches (bytecode, unicode table), untimed
 
         gate_times: list[float] = []
+        off_times: list[float] = []
         pytest_times: list[float] = []
         per_run: dict[Invocation, list[float]] = collections.defaultdict(list)
         rows: list[dict[str, Any]] = []
@@ -348,6 +367,10 @@ def main() -> None:
             if not gate_times or took < min(gate_times):
                 best_rows, stdout = rows, proc.stdout
             gate_times.append(took)
+            cov = json.loads((evidence / "coverage.json").read_text())
+            if not cov.get("changed") or cov.get("unreached"):
+                raise SystemExit(f"gate check: the changed line was not traced and reached: {cov}")
+            off_times.append(timed(lambda: run_check(repo_dir, base_off, head_off, tmp / "evidence-off"))[0])
             took, each = timed(lambda: run_pytest(runs, plugin_dir, pycache, jobs))
             pytest_times.append(took)
             for run, t in each.items():
@@ -360,9 +383,13 @@ def main() -> None:
     decision = next((line for line in stdout.splitlines() if line.startswith("decision:")), "decision: ?")
     print(f"\n(a) gate check --base <base> --head <head>, jobs={jobs}: {gate_s:6.2f}s   (all runs: "
           f"{', '.join(f'{t:.2f}' for t in gate_times)}; {decision})")
-    print(f"(b) plain pytest, {len(runs)} processes ({len(seeds)} seeds x 2 sides for the hypothesis entries, "
+    print(f"(b) plain pytest, {len(runs)} processes ({len(pytest_seeds)} seeds x 2 sides for the hypothesis entries, "
           f"1 x 2 sides for the plain ones), {jobs} at a time, warm pyc: {pytest_s:6.2f}s   (all runs: "
           f"{', '.join(f'{t:.2f}' for t in pytest_times)})")
+    off_s = min(off_times)
+    print(f"(a') the same check without change coverage: {off_s:6.2f}s   (all runs: "
+          f"{', '.join(f'{t:.2f}' for t in off_times)}); change coverage costs {gate_s / off_s:.2f}x "
+          f"(goal <= 1.10x)")
     print(f"ratio gate/pytest: {ratio:.2f}x (goal <= {GOAL}x): {'met' if ratio <= GOAL else 'MISSED'}")
 
     # where the gate's time goes, from its rows (the best run's)

@@ -9,7 +9,7 @@ import pytest
 
 from mergegate.pipeline import adopt
 from mergegate.records import catalog, nodeids
-from tests.helpers import commit, gate, git, init_repo, sign_and_commit, write
+from tests.helpers import gate, git, init_repo, sign_and_commit, write
 from tests.test_runner import project_files
 
 SUITE = b'''\
@@ -256,62 +256,3 @@ def test_commit_hook_refuses_an_entry_that_does_not_resolve(tmp_path: Path, orac
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert "oracles/catalog/prop.ghost.yaml:2:" in proc.stdout + proc.stderr
     assert b"prop.ghost" not in (repo / "oracles/MANIFEST.sha256").read_bytes()  # not signed over it
-
-
-TRIAL_FILES = {
-    "src/shop/money.py": "class Money:\n    def cents(self) -> int:\n        return 100\n",
-    "oracles/properties/test_money_plain.py": (
-        "from shop.money import Money\n\n\n"
-        "def test_a_money_is_a_hundred_cents():\n    assert Money().cents() == 100\n"),
-    "oracles/properties/test_money_sub.py": (
-        "from shop.money import Money\n\n\nclass Coin(Money):\n    pass\n\n\n"
-        "def test_a_coin_is_money():\n    assert Coin().cents() == 100\n"),
-    "oracles/properties/test_money_wrong.py": (
-        "from shop.money import Money\n\n\n"
-        "def test_a_claim_the_code_never_met():\n    assert Money().cents() == 99\n"),
-}
-
-
-def test_import_tries_each_entry_sealed_and_in_process_and_writes_what_runs(tmp_path: Path) -> None:
-    """Issue 21 item 3: an imported catalog runs. Sealed where it can; ``isolation: shared``, with why,
-    where only in-process passes; left out where it fails on the adoption revision both ways; no entry
-    the import writes makes a later ``gate check`` exit 2."""
-    repo = shop(tmp_path)
-    sign_and_commit(repo, TRIAL_FILES, "a suite to adopt")
-    write(repo, {"oracles/properties/test_money_new.py": "def test_not_committed_yet():\n    assert True\n"})
-    proc = gate(repo, "catalog", "import")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = proc.stdout
-    cat = repo / "oracles/catalog"
-    plain = (cat / "money_plain.a_money_is_a_hundred_cents.yaml").read_text()
-    assert "isolation" not in plain and "test_money_plain.py::test_a_money_is_a_hundred_cents  (plain test)" \
-        "  runs sealed" in out
-    sub = (cat / "money_sub.a_coin_is_money.yaml").read_text()
-    assert sub.endswith("isolation: shared\n") and "fails sealed (SealedCallError:" in sub
-    assert sub.startswith("# gate catalog import: on ")
-    assert "test_money_sub.py::test_a_coin_is_money  (plain test)  isolation: shared (sealed: SealedCallError" in out
-    assert not list(cat.glob("money_wrong*"))
-    assert ("left out oracles/properties/test_money_wrong.py::test_a_claim_the_code_never_met: fails on the "
-            "adoption revision sealed and in-process") in out and "AssertionError" in out
-    new = (cat / "money_new.not_committed_yet.yaml").read_text()
-    assert "isolation" not in new
-    assert "not tried (oracles/properties/test_money_new.py is not committed as it is here)" in out
-    assert ("tried on the adoption revision: 1 run sealed, 1 only in-process (written isolation: shared, each "
-            "says why), 1 fail both ways (left out), 1 not tried") in out
-    # what it wrote, committed by a person, judges a clean patch: a verdict, never "cannot load" (exit 2)
-    git(repo, "add", "-A")
-    gate(repo, "manifest", "sign", "--staged", check=0)
-    git(repo, "commit", "-q", "--no-verify", "-m", "catalog: adopt")
-    base = git(repo, "rev-parse", "HEAD").stdout.strip()
-    head = commit(repo, {"src/shop/money.py": TRIAL_FILES["src/shop/money.py"] + "# a comment\n"}, "production")
-    proc = gate(repo, "check", "--base", base, "--head", head)
-    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
-    assert "cannot load" not in proc.stdout + proc.stderr
-
-
-def test_import_no_trial_writes_every_entry_untried(tmp_path: Path) -> None:
-    repo = shop(tmp_path)
-    sign_and_commit(repo, TRIAL_FILES, "a suite to adopt")
-    proc = gate(repo, "catalog", "import", "--no-trial", check=0)
-    assert (repo / "oracles/catalog/money_wrong.a_claim_the_code_never_met.yaml").exists()
-    assert "not tried (--no-trial)" in proc.stdout and "trying" not in proc.stderr

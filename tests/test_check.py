@@ -128,7 +128,7 @@ def test_evidence_packet_note_junit_markdown(shop: Path, tmp_path: Path) -> None
     assert names <= {p.name for p in ev.iterdir()}
     note = [ln for ln in proc.stdout.splitlines() if ln.startswith(("contract:", "decision:", "reasons:", "lines:"))]
     assert len(note) == 4 and note[1] == "decision: hold (inconclusive)"
-    assert note[3] == "lines: base.jsonl 9, patch.jsonl 9"
+    assert note[3] == "lines: base.jsonl 12, patch.jsonl 12"  # 3 properties x (3 policy seeds + 1 fresh)
     contract = json.loads((ev / "contract.json").read_text())
     assert contract["seeds"] == [11, 29, 47] and set(contract["spec_hash"]) == {"base", "head"}
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}

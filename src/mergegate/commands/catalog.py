@@ -38,10 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     imp = sub.add_parser("import", help="write a catalog entry for each test of the oracle tree that has none")
     imp.add_argument("paths", nargs="*", metavar="PATH", help="only tests under these oracle paths (default: all)")
-    imp.add_argument("--dry-run", action="store_true", help="print the entries, write nothing (and try none)")
-    imp.add_argument("--no-trial", action="store_true",
-                     help="write every entry untried (default: run each on HEAD sealed and in-process first)")
-    imp.add_argument("-j", "--jobs", type=int, help="processes in parallel for the trial")
+    imp.add_argument("--dry-run", action="store_true", help="print the entries, write nothing")
     status = sub.add_parser("status", help="tests with no catalog entry, and entries whose test is gone")
     status.add_argument("--rev", help="read a revision instead of the work tree")
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
 from mergegate.git import blobs as git_blobs
 from mergegate.git import core
-from mergegate.pipeline import adopt, import_trial
+from mergegate.pipeline import adopt
 from mergegate.records import catalog, fsutil, nodeids, repo
 from mergegate.records.policy import ORACLE, Policy
 
@@ -82,35 +81,19 @@ def run_import(args: argparse.Namespace) -> int:
     cat_dir = policy.paths.catalog.rstrip("/")
     existing = frozenset(p for p in files if p.startswith(cat_dir + "/"))
     entries = adopt.plan_entries(cat, tests, files, paths, policy, existing)
+    for new in entries:
+        kind = "plain test" if new.test.kind == nodeids.PLAIN else "hypothesis"
+        print(f"{'would add' if args.dry_run else 'added'} {new.path}  {new.test.nodeid}  ({kind})")
     if not entries:
         print(f"every test under the oracle paths already has a catalog entry ({len(tests)} tests)")
         return EXIT_OK
     if args.dry_run:
-        for new in entries:
-            print(f"would add {new.path}  {new.test.nodeid}  ({_kind(new)})")
         return EXIT_OK
     for new in entries:
         if (top / new.path).exists():  # never overwrite (a file appeared since we listed)
             raise UsageError(f"{new.path} already exists", "rerun gate catalog import")
-    trials = {} if args.no_trial else _trials(entries, files, policy, top, args.jobs)
-    written: dict[Path, bytes] = {}
-    kept = []
-    rev = trials_rev(top)
     for new in entries:
-        trial = trials.get(new.pid, import_trial.Trial(new.pid, import_trial.UNTRIED, "--no-trial"))
-        text = import_trial.as_written(new.text, trial, rev)
-        if text is None:
-            print(f"left out {new.test.nodeid}: fails on the adoption revision sealed and in-process "
-                  f"({trial.why}); fix the test, then import it again")
-            continue
-        written[top / new.path] = text
-        kept.append(new)
-        print(f"added {new.path}  {new.test.nodeid}  ({_kind(new)}){_tried(trial)}")
-    fsutil.atomic_write_new(written)
-    entries = kept
-    print(_trial_summary(list(trials.values()), len(kept)))
-    if not entries:
-        return EXIT_OK
+        fsutil.atomic_write(top / new.path, new.text, mode=0o644)
     claimed = f"{cat_dir}/{catalog.CLAIMED_FILE}"
     if claimed in files:
         from mergegate.drafter.accept import claimed_text
@@ -123,70 +106,6 @@ def run_import(args: argparse.Namespace) -> int:
           f"oracle-only commit re-signs the manifest):\n  git add -- {add} && "
           f"gate manifest sign --staged && git commit -m 'catalog: adopt {len(entries)} tests'")
     return EXIT_OK
-
-
-def _kind(new: adopt.NewEntry) -> str:
-    return "plain test" if new.test.kind == nodeids.PLAIN else "hypothesis"
-
-
-def _tried(trial: import_trial.Trial) -> str:
-    if trial.outcome == import_trial.SHARED_ONLY:
-        return f"  isolation: shared ({trial.why})"
-    if trial.outcome == import_trial.UNTRIED:
-        return f"  not tried ({trial.why})"
-    return "  runs sealed"
-
-
-def _trial_summary(trials: list[import_trial.Trial], written: int) -> str:
-    count = {o: sum(t.outcome == o for t in trials) for o in
-             (import_trial.SEALED_OK, import_trial.SHARED_ONLY, import_trial.FAILS, import_trial.UNTRIED)}
-    untried = written - count[import_trial.SEALED_OK] - count[import_trial.SHARED_ONLY]
-    return (f"tried on the adoption revision: {count[import_trial.SEALED_OK]} run sealed, "
-            f"{count[import_trial.SHARED_ONLY]} only in-process (written isolation: shared, each says why), "
-            f"{count[import_trial.FAILS]} fail both ways (left out), {untried} not tried")
-
-
-def trials_rev(top: Path) -> str:
-    return core.head(top) or ""
-
-
-def _trials(entries: list[adopt.NewEntry], files: dict[str, bytes], policy: Policy, top: Path,
-            jobs: int | None) -> dict[str, import_trial.Trial]:
-    """Run each new entry sealed and in-process on HEAD (its test file as committed); the trials by id."""
-    from mergegate.errors import ConfigError
-    from mergegate.pipeline import diffrun
-    from mergegate.runner.schedule import plan, run_tasks
-    from mergegate.runner.specs import specs_at
-    from mergegate.runner.trees import tree_info
-
-    rev = trials_rev(top)
-    if not rev:
-        return {e.pid: import_trial.Trial(e.pid, import_trial.UNTRIED, "no commit to try it on") for e in entries}
-    committed = git_blobs.files_at(rev, sorted({e.test.nodeid.file for e in entries}), top)
-    out: dict[str, import_trial.Trial] = {}
-    tryable = []
-    for new in entries:
-        if committed.get(new.test.nodeid.file) != files.get(new.test.nodeid.file):
-            out[new.pid] = import_trial.Trial(new.pid, import_trial.UNTRIED,
-                                              f"{new.test.nodeid.file} is not committed as it is here")
-        else:
-            tryable.append(new)
-    specs = []
-    for new in tryable:
-        try:
-            specs += specs_at(rev, policy, [catalog.parse_entry(new.text, new.path)], top, {new.path: new.text})
-        except ConfigError as exc:
-            out[new.pid] = import_trial.Trial(new.pid, import_trial.FAILS, str(exc))
-    if specs:
-        print(f"trying {len(specs)} entries on {rev[:12]}, sealed and in-process "
-              f"(--no-trial skips this)...", file=sys.stderr, flush=True)
-        with diffrun.worktrees([rev], top) as (tree_dir,):
-            tree = tree_info(tree_dir, policy, "trusted")
-            both = import_trial.both_modes(specs)
-            rows = run_tasks([(tree, s, seed) for s, seed in plan(both, policy.verdict.seeds)], policy, jobs)
-        for spec in specs:
-            out[spec.prop.id] = import_trial.judge(spec.prop.id, rows)
-    return out
 
 
 def run_status(args: argparse.Namespace) -> int:

@@ -111,6 +111,15 @@ def _print_table(outcome: Any, where: Path) -> None:
     if failures:
         print()
         print("\n".join(failures))
+    from mergegate.pipeline import coverage
+
+    extra = coverage.console(outcome.coverage)
+    if extra:
+        print()
+        print("\n".join(textsafe.line(line) for line in extra))
+    if outcome.fresh_seeds:
+        print(f"fresh seeds: {', '.join(map(str, outcome.fresh_seeds))} "
+              f"(reproduce: {evidence.fresh_reproduce(outcome)})")
     print()
     print(textsafe.line(evidence.judged_line(outcome)))
     for line in evidence.review_note(outcome):

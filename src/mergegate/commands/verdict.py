@@ -152,8 +152,9 @@ def run(args: argparse.Namespace) -> int:
     head_path, base_path = _path(args.runs, ev, "patch.jsonl"), _path(args.base_runs, ev, "base.jsonl")
     if head_path is None or base_path is None:
         raise UsageError("no run files", "pass --runs and --base-runs, or --evidence DIR")
-    head_rows = runs.load_jsonl(head_path, contract.seeds)
-    base_rows = runs.load_jsonl(base_path, contract.seeds)
+    fresh = runs.fresh_seeds(contract, str(contract_path))
+    head_rows = runs.load_jsonl(head_path, (*contract.seeds, *fresh))
+    base_rows = runs.load_jsonl(base_path, (*contract.seeds, *fresh))
     now = when(args.now)
     led = _ledger(args.ledger)
     cat = _catalog(args.catalog)
@@ -176,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         agent=args.agent or raw.get("agent") is True, now=now,
     )
     results = unified.evaluate(props, base_rows, head_rows, contract.seeds, oracle_edited=set(edited or ()),
-                               freezes=led.entries, ctx=ctx)
+                               freezes=led.entries, ctx=ctx, fresh=fresh)
     combiner = args.combiner or raw.get("combiner") or verdicts.STRICT
     if combiner not in verdicts.COMBINERS:
         raise ConfigError(str(contract_path), None, f"unknown combiner {combiner!r}", "write strict or lenient")

@@ -138,13 +138,10 @@ def plan_entries(cat: catalog.Catalog, tests: Sequence[nodeids.Test], files: Map
     taken |= {p.rpartition("/")[2].rsplit(".", 1)[0].lower() for p in existing_paths}
     out = []
     cat_dir = policy.paths.catalog.rstrip("/")
-    covers_of: dict[str, list[str]] = {}  # per test file: its tests share its imports
     for test in status(cat, tests):
         pid = entry_id(test, taken)
         taken.add(pid.lower())
-        if test.nodeid.file not in covers_of:
-            covers_of[test.nodeid.file] = covers_for(files.get(test.nodeid.file, b""), production, roots)
-        covers = covers_of[test.nodeid.file]
+        covers = covers_for(files.get(test.nodeid.file, b""), production, roots)
         text = entry_text(pid, str(test.nodeid), claim_for(test), covers)
         path = f"{cat_dir}/{pid}.yaml"
         catalog.parse_entry(text, path)  # our own output must load

@@ -20,10 +20,22 @@ from pathlib import Path
 from mergegate.errors import UsageError
 from mergegate.git import blobs, core, diffs, history
 from mergegate.pipeline import canaries as the_canaries
+from mergegate.pipeline import coverage as change_coverage
 from mergegate.pipeline import diffrun, judged
 from mergegate.records import catalog, ledger, manifest, repo
 from mergegate.records.policy import PRODUCTION, Policy
-from mergegate.rules import admission, agents, differential, scorecard, sealed_evidence, split, unified, verdicts
+from mergegate.rules import (
+    admission,
+    agents,
+    coverage,
+    differential,
+    scorecard,
+    sealed_evidence,
+    split,
+    unified,
+    verdicts,
+)
+from mergegate.rules.coverage import Report as CoverageReport
 from mergegate.rules.verdicts import Combined
 from mergegate.runner.pool import prestarted
 from mergegate.runner.rows import SEALED, Row
@@ -66,6 +78,8 @@ class Outcome:
     shared: tuple[str, ...] = ()  # entries that ran isolation: shared (they could only reject)
     uncovered: tuple[str, ...] = ()  # touched production paths only shared entries covered (review/shared_only)
     dependency_files: tuple[str, ...] = ()  # dependency declarations the head changes (then: review)
+    fresh_seeds: tuple[int, ...] = ()  # drawn from the OS for this check, run on both sides after ``seeds``
+    coverage: CoverageReport | None = None  # the changed production lines the head's runs reached
 
     @property
     def admitted(self) -> bool:
@@ -157,10 +171,17 @@ def _check(base: str, pair_of: judged.Judged, policy: Policy, *, environ: Mappin
             tip, start.head, policy, cat, specs, seeds, diffrun.load_rows(runs[0], seeds, trees[0], "base", tip),
             diffrun.load_rows(runs[1], seeds, trees[1], "head", start.head), skip_head=start.oracle_edited,
             cwd=cwd)
+        outcome = _differential(start, pair, policy, base_ledger, now)
     else:
+        fresh = change_coverage.fresh_seeds(policy.verdict.fresh_seeds, start.seeds)
+        changed = change_coverage.changed_lines(tip, start.head, policy, cwd)
         pair = diffrun.run_pair(tip, start.head, policy, cat, specs, start.seeds,
-                                skip_head=start.oracle_edited, jobs=jobs, progress=progress, cwd=cwd)
-    outcome = _dependencies(_differential(start, pair, policy, base_ledger, now), cwd)
+                                skip_head=start.oracle_edited, jobs=jobs, progress=progress, cwd=cwd, fresh=fresh,
+                                trace=sorted(changed))
+        start = _with(start, fresh_seeds=fresh)
+        outcome = _differential(start, pair, policy, base_ledger, now,
+                                change_coverage.measure(changed, start.head, pair.head_rows, policy, cwd))
+    outcome = _dependencies(outcome, cwd)
     return _own_definition(outcome, environ)
 
 
@@ -228,7 +249,7 @@ def _independence(o: Outcome, policy: Policy, base_ledger: ledger.Ledger, now: d
 
 
 def _differential(o: Outcome, pair: diffrun.Pair, policy: Policy, base_ledger: ledger.Ledger,
-                  now: dt.datetime) -> Outcome:
+                  now: dt.datetime, cov: CoverageReport | None = None) -> Outcome:
     broken = sorted({r.prop for r in pair.base_rows if r.load_error})
     if broken:
         first = next(r for r in pair.base_rows if r.load_error)
@@ -246,10 +267,10 @@ def _differential(o: Outcome, pair: diffrun.Pair, policy: Policy, base_ledger: l
     )
     results = unified.evaluate(
         ((p.id, p.canary, p.quarantine_eligible) for p in o.properties), base_rows, head_rows, o.seeds,
-        oracle_edited=edited, freezes=base_ledger.entries, ctx=ctx,
+        oracle_edited=edited, freezes=base_ledger.entries, ctx=ctx, fresh=o.fresh_seeds,
     )
     combined = verdicts.combine(unified.verdict_map(results), o.claimed, policy.verdict.combiner)
-    decision = differential.decide(base_rows, head_rows, o.seeds, [p.id for p in o.properties])
+    decision = differential.decide(base_rows, head_rows, o.seeds, [p.id for p in o.properties], o.fresh_seeds)
     final, reason = combined.decision, combined.reason
     if o.score is not None and o.score.verdict == scorecard.REVIEW and final != verdicts.REJECT:
         final, reason = REVIEW, ",".join(o.score.reasons)
@@ -262,8 +283,10 @@ def _differential(o: Outcome, pair: diffrun.Pair, policy: Policy, base_ledger: l
                                          evidence(o.properties, results, shared))
         if gaps:
             final, reason = REVIEW, sealed_evidence.SHARED_ONLY
+    # The properties held; did they look at the change?  (The subject's own report.)
+    final, reason = coverage.decide(final, reason, cov, policy.coverage.action)
     return _with(o, pair=pair, oracle_edited=edited, verdicts=results, combined=combined,
-                 differential=decision, decision=final, reason=reason, shared=shared, uncovered=gaps)
+                 differential=decision, decision=final, reason=reason, shared=shared, uncovered=gaps, coverage=cov)
 
 
 def evidence(props: Sequence[catalog.Property], results: Sequence[unified.PropertyVerdict],

@@ -10,6 +10,7 @@ KeyboardInterrupt so the ``finally`` blocks run, then ``git worktree prune``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -148,25 +149,33 @@ def canonical(data: Any) -> bytes:
 def run_pair(
     base: str, head: str, policy: Policy, cat: catalog.Catalog, specs: Sequence[Spec],
     seeds: Sequence[int], *, skip_head: Sequence[str] = (), jobs: int | None = None,
-    progress: Progress | None = None, cwd: str | Path | None = None,
+    progress: Progress | None = None, cwd: str | Path | None = None, fresh: Sequence[int] = (),
+    trace: Sequence[str] = (),
 ) -> Pair:
-    """Run every spec on ``base`` and every spec not in ``skip_head`` on ``head``, side by side."""
+    """Run every spec on ``base`` and every spec not in ``skip_head`` on ``head``, side by side.
+
+    ``fresh``: this check's fresh seeds, run on both sides after the policy's ``seeds``.
+    ``trace``: the head's changed production files (relative paths) whose executed lines
+    the head's runs record (``coverage``).
+    """
+    schedule = [*seeds, *fresh]
     with worktrees([base, head], cwd) as (base_dir, head_dir):
         base_tree = tree_info(base_dir, policy, "base")
-        head_tree = tree_info(head_dir, policy, "head")
+        head_tree = dataclasses.replace(tree_info(head_dir, policy, "head"), trace=tuple(trace))
         contract = make_contract(base, head, seeds, cat, base_tree, head_tree, cwd)
+        contract["fresh_seeds"] = list(fresh)
         skip = set(skip_head)
         tasks: list[Task] = []
-        for spec, seed in plan(specs, seeds):
+        for spec, seed in plan(specs, schedule):
             tasks.append((base_tree, spec, seed))
             if spec.prop.id not in skip:
                 tasks.append((head_tree, spec, seed))
         rows = run_tasks(tasks, policy, jobs, progress)
     base_rows = tuple(bind(with_reproduce(for_every_seed(
-        [r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is base_tree], specs, seeds),
+        [r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is base_tree], specs, schedule),
         rev=base), base, cwd))
     head_rows = tuple(bind(with_reproduce(for_every_seed(
-        [r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is head_tree], specs, seeds),
+        [r for (tree, _s, _seed), r in zip(tasks, rows, strict=True) if tree is head_tree], specs, schedule),
         rev=head, trusted=base), head, cwd))
     contract["seeds_apply"] = {s.prop.id: s.seeds_apply for s in specs}
     return Pair(contract, base_rows, head_rows, tuple(sorted(skip)))
@@ -276,6 +285,7 @@ def pair_from_rows(
         "fixture_closure_hash": {"base": base_closures, "head": head_closures},
         "fixture_digest": {"base": base_digest, "head": head_digest},
         "rows_from": "external run files",
+        "fresh_seeds": [],  # rows made elsewhere ran the policy's seeds only
         "seeds_apply": {s.prop.id: s.seeds_apply for s in specs},
     }
 

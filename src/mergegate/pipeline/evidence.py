@@ -83,6 +83,8 @@ def decision_json(o: Outcome) -> dict[str, Any]:
         "review": [v.prop for v in o.verdicts if v.review],
         "shared": list(o.shared), "uncovered": list(o.uncovered),
         "dependency_files": list(o.dependency_files),
+        "seeds": list(o.seeds), "fresh_seeds": list(o.fresh_seeds),
+        "coverage": o.coverage.to_dict() if o.coverage is not None else None,
     }
     if o.pair is not None:
         data["fixture_digest"] = o.pair.contract["fixture_digest"]
@@ -120,6 +122,8 @@ def _fill(o: Outcome, out: Path) -> None:
     write_jsonl(o.pair.base_rows if o.pair else (), out / "base.jsonl")
     write_jsonl(o.pair.head_rows if o.pair else (), out / "patch.jsonl")
     fsutil.atomic_write(out / "decision.json", _json(decision_json(o)))
+    fsutil.atomic_write(out / "coverage.json", _json(o.coverage.to_dict() if o.coverage is not None else {
+        "measured": False, "why": "no run on the head here (stopped early, or rows made elsewhere)"}))
     fsutil.atomic_write(out / "summary.md", markdown(o).encode())
 
 
@@ -280,6 +284,10 @@ def markdown(o: Outcome) -> str:
     mismatch = manifest_text(o)
     if mismatch:
         lines += ["", f"### {mismatch[0]}", "", *_fenced([ln.strip() for ln in mismatch[1:]])]
+    lines += _coverage_markdown(o)
+    if o.fresh_seeds:
+        lines += ["", f"Fresh seeds (drawn for this check): {', '.join(map(str, o.fresh_seeds))}; "
+                  f"reproduce one: `{fresh_reproduce(o)}`"]
     if o.canaries:
         lines += ["", "Canaries: " + ", ".join(f"{c.name} {'ok' if c.ok else 'MISS'}" for c in o.canaries)]
     if o.dependency_files:
@@ -306,6 +314,40 @@ _MD_SPECIAL = frozenset("\\`*_[]<>!#|~&()")
 def _md(text: str) -> str:
     """Inline Markdown for text production may have chosen: shown as typed, never a link, image, tag or table."""
     return "".join(f"&#{ord(c)};" if c in _MD_SPECIAL else c for c in text.replace("\n", " "))
+
+
+def fresh_reproduce(o: Outcome) -> str:
+    """The command that runs every property on the head at this check's fresh seeds again (the oracle
+    from the merge-base, as in the check)."""
+    import shlex
+
+    trusted = f" --trusted {shlex.quote(o.merge_base[:12])}" if o.merge_base != o.head else ""
+    return f"gate run --rev {shlex.quote(o.head[:12])}{trusted} --seeds {','.join(map(str, o.fresh_seeds))}"
+
+
+def _coverage_markdown(o: Outcome) -> list[str]:
+    from mergegate.rules.coverage import ranges
+
+    rep = o.coverage
+    if rep is None or not rep.changed:
+        return []
+    lines = ["", f"### Change coverage: {rep.reached_count} of {rep.total} changed executable lines reached "
+             f"(threshold {rep.threshold:.0%})", "",
+             "Reported by a tracer inside the subject (production's own process): a hostile patch can "
+             "fake it; it catches the change no property looks at.", ""]
+    if rep.unreached:
+        lines += ["Not reached by any property:", ""]
+        lines += [f"- `{path}`: lines {ranges(v)}" for path, v in sorted(rep.unreached.items())]
+    if rep.at_import_only:
+        lines += ["", "Ran only while production was imported (before any property):", ""]
+        lines += [f"- `{path}`: lines {ranges(v)}" for path, v in sorted(rep.at_import_only.items())]
+    if rep.by_prop:
+        lines += ["", "Properties that reached the change:", ""]
+        lines += [f"- `{prop}`: " + "; ".join(f"`{p}` {ranges(v)}" for p, v in sorted(paths.items()))
+                  for prop, paths in sorted(rep.by_prop.items())]
+    else:
+        lines += ["", "No property reached the change."]
+    return lines
 
 
 def _fenced(block: list[str]) -> list[str]:

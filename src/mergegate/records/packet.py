@@ -26,7 +26,7 @@ SEAL = "packet.json"
 VERSION = 1
 _TMP, _OLD = ".tmp-", ".old-"
 KNOWN = frozenset({SEAL, "contract.json", "fixture.digest", "oracle_edited.json", "base.jsonl", "patch.jsonl",
-                   "decision.json", "summary.md"})
+                   "decision.json", "summary.md", "coverage.json"})
 
 
 def write(directory: str | Path, fill: Callable[[Path], None]) -> Path:

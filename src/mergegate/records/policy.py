@@ -54,6 +54,7 @@ class Verdict:
     combiner: str = "strict"
     seeds: tuple[int, ...] = (11, 29, 47)
     stale_base: str = "merge"  # merge | refuse: a head forked before the target's tip (gate check)
+    fresh_seeds: int = 1  # seeds drawn from the OS by each gate check, run on both sides besides ``seeds``
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,15 @@ class Budget:
 @dataclass(frozen=True)
 class Canaries:
     secret_markers: tuple[str, ...] = ("-----BEGIN .*PRIVATE KEY-----", "AKIA[0-9A-Z]{16}")
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Change coverage: which changed production lines the head's runs executed."""
+
+    paths: tuple[str, ...] = ()  # globs of the production files that count (default: paths.production)
+    threshold: float = 1.0  # the fraction of changed executable lines that must be reached
+    action: str = "review"  # review | admit: an admit whose change was not reached enough
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,7 @@ class Policy:
     runner: Runner = field(default_factory=Runner)
     server: Server = field(default_factory=Server)
     drafter: Drafter = field(default_factory=Drafter)
+    coverage: Coverage = field(default_factory=Coverage)
     source: str = POLICY_FILE
 
     def classify(self, path: str) -> str:
@@ -137,7 +148,7 @@ def classify(paths: Paths, path: str) -> str:
 
 # ---------------------------------------------------------------- loading
 
-_TOP = ("version", "paths", "agents", "verdict", "budget", "canaries", "runner", "server", "drafter")
+_TOP = ("version", "paths", "agents", "verdict", "budget", "canaries", "runner", "server", "drafter", "coverage")
 
 
 def parse(text: str | bytes, source: str = POLICY_FILE) -> Policy:
@@ -158,6 +169,7 @@ def parse(text: str | bytes, source: str = POLICY_FILE) -> Policy:
         runner=_runner(doc, top.get("runner")),
         server=_server(doc, top.get("server")),
         drafter=_drafter(doc, top.get("drafter")),
+        coverage=_coverage(doc, top.get("coverage")),
         source=source,
     )
 
@@ -239,7 +251,35 @@ def _verdict(doc: yamlio.Doc, raw: Any) -> Verdict:
                 ("verdict", "seeds"), "seeds must be a non-empty list without repeats", "write e.g. [11, 29, 47]"
             )
         values["seeds"] = tuple(seeds)
+    if "fresh_seeds" in values:
+        count = yamlio.expect(doc, ("verdict", "fresh_seeds"), values["fresh_seeds"], int, "a whole number")
+        if not 0 <= count <= MAX_FRESH_SEEDS:
+            raise doc.error(("verdict", "fresh_seeds"), f"fresh_seeds must be between 0 and {MAX_FRESH_SEEDS}",
+                            "write e.g. fresh_seeds: 1 (0 turns fresh seeds off)")
     return Verdict(**values)
+
+
+MAX_FRESH_SEEDS = 16
+
+
+def _coverage(doc: yamlio.Doc, raw: Any) -> Coverage:
+    if raw is None:
+        return Coverage()
+    values = dict(yamlio.check_keys(doc, ("coverage",), raw, _fields(Coverage)))
+    if "paths" in values:
+        values["paths"] = yamlio.str_list(doc, ("coverage", "paths"), values["paths"])
+        for i, pattern in enumerate(values["paths"]):
+            if not globs.is_valid(pattern):
+                raise doc.error(("coverage", "paths", i), f"bad glob {pattern!r}", "fix the pattern")
+    if "threshold" in values:
+        t = yamlio.expect(doc, ("coverage", "threshold"), values["threshold"], (int, float), "a fraction")
+        if not 0 <= t <= 1:
+            raise doc.error(("coverage", "threshold"), "threshold must be between 0 and 1",
+                            "write e.g. threshold: 1.0 (every changed line reached) or 0.8")
+        values["threshold"] = float(t)
+    if "action" in values and values["action"] not in ("review", "admit"):
+        raise doc.error(("coverage", "action"), f"bad action {values['action']!r}", "write one of: review, admit")
+    return Coverage(**values)
 
 
 def _canaries(doc: yamlio.Doc, raw: Any) -> Canaries:

@@ -115,3 +115,15 @@ def parse_digest_file(text: str) -> dict[str, str]:
     if len(lines) == 1 and len(lines[0]) == 1:
         return {"base": lines[0][0], "head": lines[0][0]}
     return {parts[0]: parts[1] for parts in lines if len(parts) == 2}
+
+
+def fresh_seeds(contract: Contract, source: str) -> tuple[int, ...]:
+    """The contract's ``fresh_seeds`` (drawn by one check, run after ``seeds``); none when absent."""
+    value = dict(contract.raw).get("fresh_seeds")
+    if value is None:
+        return ()
+    if (not isinstance(value, list) or any(isinstance(s, bool) or not isinstance(s, int) for s in value)
+            or len(set(value)) != len(value) or set(value) & set(contract.seeds)):
+        raise ConfigError(source, 1, f"fresh_seeds must be a list of distinct integers not in seeds, not {value!r}",
+                          'write "fresh_seeds": [] or the seeds the check drew')
+    return tuple(value)

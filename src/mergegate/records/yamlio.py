@@ -46,15 +46,10 @@ class _Constructor(yaml.constructor.SafeConstructor):
             raise _ValueError(None, None, f"cannot read {str(value)[:60]!r} ({why})", node.start_mark) from None
 
 
-# The C parser (PyYAML built with libyaml: ``yaml.cyaml``; the top-level ``yaml.CParser`` does not
-# exist) is about ten times faster than the pure-Python one: a thousand catalog entries load in a
-# fraction of a second.
-_CParser: Any = getattr(yaml.cyaml, "CParser", None) if getattr(yaml, "__with_libyaml__", False) else None
-
-if _CParser is not None:
-    class _Loader(_CParser, _Constructor, yaml.resolver.Resolver):  # type: ignore[misc]
+if hasattr(yaml, "CParser"):  # the C parser is several times faster where libyaml is present
+    class _Loader(yaml.CParser, _Constructor, yaml.resolver.Resolver):  # type: ignore[misc,name-defined]
         def __init__(self, stream: str | bytes) -> None:
-            _CParser.__init__(self, stream)
+            yaml.CParser.__init__(self, stream)  # type: ignore[attr-defined]
             _Constructor.__init__(self)
             yaml.resolver.Resolver.__init__(self)
 
@@ -119,7 +114,7 @@ def load(text: str | bytes, source: str, max_bytes: int = MAX_BYTES) -> Doc:
         raise ConfigError(source, mark.line + 1 if mark is not None else None, f"not valid YAML: {what}", fix) from None
     except yaml.reader.ReaderError as exc:
         raise ConfigError(source, _line_at(text, exc.position),
-                          f"not valid YAML: {_reason(exc)}", "save it as UTF-8 text") from None
+                          f"not valid YAML: {_one_line(str(exc.reason))}", "save it as UTF-8 text") from None
     except (yaml.YAMLError, RecursionError, MemoryError) as exc:
         raise ConfigError(source, None, f"not valid YAML: {_one_line(str(exc))}", _FIX) from None
     lines: dict[Path, int] = {}
@@ -135,7 +130,7 @@ def _screen(text: str | bytes, source: str) -> None:
     depth = 0
     try:
         while loader.check_event():
-            event: Any = loader.get_event()
+            event = loader.get_event()
             line = event.start_mark.line + 1 if event.start_mark is not None else None
             if isinstance(event, yaml.AliasEvent):
                 raise ConfigError(source, line, f"YAML alias *{event.anchor} is not allowed",
@@ -153,12 +148,6 @@ def _screen(text: str | bytes, source: str) -> None:
                 depth -= 1
     finally:
         loader.dispose()
-
-
-def _reason(exc: yaml.reader.ReaderError) -> str:
-    """The reader's reason in the same words from either parser (libyaml says "control characters")."""
-    reason = _one_line(str(exc.reason))
-    return "special characters are not allowed" if reason == "control characters are not allowed" else reason
 
 
 def _one_line(text: str) -> str:

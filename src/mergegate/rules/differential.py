@@ -193,9 +193,17 @@ def witnesses(rows: Sequence[Row], prop: str, seeds: Sequence[int]) -> list[str]
     return sorted({r.witness for r in rows if r.prop == prop and r.seed in seeds and r.status == FAIL})
 
 
-def classify(parent: Sequence[Row], patch: Sequence[Row], prop: str, seeds: Sequence[int]) -> PropResult:
-    """Seed 003's table for one property."""
-    p_st, c_st = side(parent, prop, seeds), side(patch, prop, seeds)
+def classify(parent: Sequence[Row], patch: Sequence[Row], prop: str, seeds: Sequence[int],
+             fresh: Sequence[int] = ()) -> PropResult:
+    """Seed 003's table for one property.
+
+    ``fresh``: seeds drawn for this check only, run on both sides besides the policy's
+    ``seeds``.  They count like any seed for pass, fail, regression and the witness; the
+    seed split (flake evidence) is read from the policy's schedule alone, the one a person
+    reproduces a freeze on: a split that only an unrepeatable draw shows proposes nothing.
+    """
+    schedule = [*seeds, *(s for s in fresh if s not in seeds)]
+    p_st, c_st = side(parent, prop, schedule), side(patch, prop, schedule)
     if p_st is None or c_st is None or not seeds:
         return PropResult(prop, REJECT, MISSING_SEED)
     p_status = FAIL if FAIL in p_st else PASS
@@ -208,15 +216,16 @@ def classify(parent: Sequence[Row], patch: Sequence[Row], prop: str, seeds: Sequ
         return PropResult(prop, REJECT, REGRESSION)
     if c_status == PASS:
         return PropResult(prop, ACCEPT, PARENT_FAIL_CLEARED)
-    if witnesses(parent, prop, seeds) != witnesses(patch, prop, seeds):
+    if witnesses(parent, prop, schedule) != witnesses(patch, prop, schedule):
         return PropResult(prop, REJECT, WITNESS_MISMATCH)
-    if not (seed_split(p_st) or seed_split(c_st)):
+    policy = len(seeds)
+    if not (seed_split(p_st[:policy]) or seed_split(c_st[:policy])):
         return PropResult(prop, REJECT, UNIFORM_FAIL)
     return PropResult(prop, PROPOSE_FREEZE, SHARED_VARIANT_FAIL)
 
 
 def decide(parent: Sequence[Row], patch: Sequence[Row], seeds: Sequence[int],
-           properties: Iterable[str] = ()) -> Decision:
+           properties: Iterable[str] = (), fresh: Sequence[int] = ()) -> Decision:
     """Seed 003's ``decide``: one regression (or any reject) rejects the whole patch.
 
     An empty side is ``reject/incomplete_contract``.  Invariant under row order.
@@ -226,7 +235,7 @@ def decide(parent: Sequence[Row], patch: Sequence[Row], seeds: Sequence[int],
     seeds = list(dict.fromkeys(int(s) for s in seeds))
     by_parent, by_patch = group(parent), group(patch)
     props = sorted(set(by_parent) | set(by_patch) | set(properties))
-    results = tuple(classify(by_parent.get(p, ()), by_patch.get(p, ()), p, seeds) for p in props)
+    results = tuple(classify(by_parent.get(p, ()), by_patch.get(p, ()), p, seeds, fresh) for p in props)
     if any(r.decision == REJECT for r in results):
         return Decision(REJECT, results)
     if any(r.decision == PROPOSE_FREEZE for r in results):

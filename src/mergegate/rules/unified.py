@@ -42,6 +42,7 @@ BASE_MISMATCH = "base_revision"
 NOT_REPRODUCED = "not_reproduced_on_base"
 NO_PATH_OVERLAP = "paths"
 AGENT_MAY_NOT_RELY = "allows_agent_rely"
+FRESH_SEED = "fresh_seed"  # the head failed at a fresh seed where the base did not fail the same way
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,14 @@ def fail_signatures(rows: Sequence[diff.Row], prop: str, seeds: Collection[int])
     return frozenset(r.signature for r in rows if r.prop == prop and r.seed in seeds and r.status == FAIL)
 
 
+def fresh_only_on_head(base_rows: Sequence[diff.Row], head_rows: Sequence[diff.Row], prop: str,
+                       fresh: Collection[int]) -> tuple[int, ...]:
+    """Fresh seeds at which ``prop`` failed on the head but the base did not fail with the same signature."""
+    base = {(r.seed, r.signature) for r in base_rows if r.prop == prop and r.seed in fresh and r.status == FAIL}
+    return tuple(sorted({r.seed for r in head_rows if r.prop == prop and r.seed in fresh and r.status == FAIL
+                         and (r.seed, r.signature) not in base}))
+
+
 def freeze_blockers(
     entry: Entry,
     prop: str,
@@ -108,11 +117,14 @@ def freeze_blockers(
     canary: bool,
     quarantine_eligible: bool,
     ctx: RunContext,
+    fresh_failures: Collection[int] = (),
 ) -> tuple[str, ...]:
     """Every rule-3 condition ``entry`` fails for ``prop``; empty means it applies.
 
-    The head's failures must all carry the frozen signature, and the base run of
-    *this* check must have reproduced it under the same fixture digest.
+    The head's failures at the policy's seeds must all carry the frozen signature,
+    and the base run of *this* check must have reproduced it under the same fixture
+    digest.  A freeze never matches a fresh-seed row: ``fresh_failures`` (fresh seeds
+    where the head failed and the base did not fail the same way) blocks it.
     """
     checks = (
         (CANARY, not canary),
@@ -126,6 +138,7 @@ def freeze_blockers(
         (NOT_REPRODUCED, entry.signature in base_signatures),
         (NO_PATH_OVERLAP, entry.covers_any(ctx.touched_paths)),
         (AGENT_MAY_NOT_RELY, entry.allows_agent_rely or not ctx.agent),
+        (FRESH_SEED, not fresh_failures),
     )
     return tuple(code for code, ok in checks if not ok)
 
@@ -141,14 +154,16 @@ def per_property(
     ctx: RunContext,
     canary: bool = False,
     quarantine_eligible: bool = False,
+    fresh: Sequence[int] = (),
 ) -> PropertyVerdict:
     """The unified table for one property.  ``freezes``: ledger entries from the trusted side.
 
-    Rows of other properties in ``base_rows``/``head_rows`` are ignored.
+    Rows of other properties in ``base_rows``/``head_rows`` are ignored.  ``fresh``: this
+    check's fresh seeds (``differential.classify``); a freeze is matched on the policy's seeds only.
     """
     if oracle_edited:
         return PropertyVerdict(prop, FAIL, ORACLE_MOVED)
-    result = diff.classify(base_rows, head_rows, prop, seeds)
+    result = diff.classify(base_rows, head_rows, prop, seeds, fresh)
     reason = result.reason
     if reason == diff.BOTH_PASS:
         return PropertyVerdict(prop, PASS, reason, reason)
@@ -162,12 +177,14 @@ def per_property(
     # both sides fail: only here may a freeze soften the verdict, and only to inconclusive
     head_sigs = fail_signatures(head_rows, prop, seeds)
     base_sigs = fail_signatures(base_rows, prop, seeds)
+    fresh_failures = fresh_only_on_head(base_rows, head_rows, prop, set(fresh) - set(seeds))
     blockers: list[tuple[str, tuple[str, ...]]] = []
     for entry in sorted(freezes, key=lambda e: e.id):
         if entry.prop_id != prop:
             continue
         missed = freeze_blockers(entry, prop, head_signatures=head_sigs, base_signatures=base_sigs,
-                                 canary=canary, quarantine_eligible=quarantine_eligible, ctx=ctx)
+                                 canary=canary, quarantine_eligible=quarantine_eligible, ctx=ctx,
+                                 fresh_failures=fresh_failures)
         if missed:
             blockers.append((entry.id, missed))
             continue
@@ -189,6 +206,7 @@ def evaluate(
     oracle_edited: Collection[str],
     freezes: Sequence[Entry],
     ctx: RunContext,
+    fresh: Sequence[int] = (),
 ) -> tuple[PropertyVerdict, ...]:
     """``per_property`` for each ``(id, canary, quarantine_eligible)``, in the order given."""
     by_base, by_head = diff.group(base_rows), diff.group(head_rows)
@@ -197,7 +215,8 @@ def evaluate(
         by_prop.setdefault(entry.prop_id, []).append(entry)
     return tuple(
         per_property(pid, by_base.get(pid, []), by_head.get(pid, []), seeds, oracle_edited=pid in oracle_edited,
-                     freezes=by_prop.get(pid, ()), ctx=ctx, canary=canary, quarantine_eligible=eligible)
+                     freezes=by_prop.get(pid, ()), ctx=ctx, canary=canary, quarantine_eligible=eligible,
+                     fresh=fresh)
         for pid, canary, eligible in props
     )
 

@@ -44,6 +44,10 @@ class Row:
     tree: str = ""  # that commit's tree: rows are accepted only for the tree being judged
     items: tuple[tuple[str, str], ...] = ()  # (node id, outcome) of each item the run collected (trusted/observe.py)
     decisions: tuple[Decisions, ...] = ()  # each Hypothesis item's example and step logs
+    # Change coverage: (path, lines) of the changed production files this run executed, as the
+    # subject reported it (production's own report); None: not measured (base, shared, crashed).
+    lines_run: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    lines_at_import: tuple[tuple[str, tuple[int, ...]], ...] = ()  # of those, run importing production
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -72,6 +76,9 @@ class Row:
         if self.decisions:
             data["decisions"] = {d.nodeid: {"cases": d.cases, "steps": d.steps, "rejected": {
                 "cases": d.rejected_cases, "steps": d.rejected_steps}} for d in self.decisions}
+        if self.lines_run is not None:
+            data["lines_run"] = {path: list(lines) for path, lines in self.lines_run}
+            data["lines_at_import"] = {path: list(lines) for path, lines in self.lines_at_import}
         return data
 
 
@@ -109,6 +116,8 @@ def make_row(prop: Any, seed: int, out: dict[str, Any], policy: Policy, *, spec_
         falsifying_example=falsifying, production_calls=_count(out.get("calls")),
         production_s=_seconds(out.get("production_s")), items=items_of(out.get("items")),
         decisions=decisions_of(out.get("decisions")),
+        lines_run=lines_run(out.get("lines_run")),
+        lines_at_import=lines_run(out.get("lines_at_import")) or (),
     )
 
 
@@ -139,6 +148,18 @@ def decisions_of(value: Any) -> tuple[Decisions, ...]:
 
 def _text(value: Any) -> str:
     return value if type(value) is str else ""
+
+
+def lines_run(value: Any) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
+    """A run's ``{path: [line, ...]}`` as sorted pairs; None for anything that is not that."""
+    if type(value) is not dict:
+        return None
+    pairs = []
+    for path, lines in value.items():
+        if type(path) is not str or type(lines) is not list or not all(type(n) is int and n > 0 for n in lines):
+            return None
+        pairs.append((path, tuple(sorted(set(lines)))))
+    return tuple(sorted(pairs))
 
 
 def _count(value: Any) -> int:
@@ -192,6 +213,7 @@ def row_from_json(data: dict[str, Any]) -> Row:
         production_calls=_count(data.get("production_calls")), production_s=_seconds(data.get("production_s")),
         revision=_text(data.get("revision")), tree=_text(data.get("tree")),
         items=items_of(data.get("items")), decisions=decisions_of(data.get("decisions")),
+        lines_run=lines_run(data.get("lines_run")), lines_at_import=lines_run(data.get("lines_at_import")) or (),
     )
 
 

@@ -141,7 +141,8 @@ def _subjects(tasks: Sequence[Task], policy: Policy, scratch: Path) -> Iterator[
                     trees.values(), labels))
             for tree, label, pycache in zip(trees.values(), labels, pycaches, strict=True):
                 subject_spec = sandbox.SubjectSpec(str(tree.root), tree.prod_roots, hidden_paths(tree.root, policy),
-                                                   preload, limits, None if pycache is None else str(pycache))
+                                                   preload, limits, None if pycache is None else str(pycache),
+                                                   tuple(str(tree.root / rel) for rel in tree.trace))
                 subject = sandbox.Subject(subject_spec, containment, scratch, label)
                 stack.callback(subject.close)
                 out[tree.root] = subject
@@ -300,6 +301,8 @@ def _job(index: int, tree: Tree, spec: speclib.Spec, seed: int, policy: Policy, 
         assert subject is not None
         job.update(subject_socket=subject.socket_path, production_names=sorted(spec.trusted.production_names),
                    ini=str(scratch / "pytest.ini"))
+        if tree.trace:  # the run asks its subject which changed lines ran (``trusted/coverage.py``)
+            job["coverage"] = str(tree.root)
         if subject.containment == sandbox.BUBBLEWRAP:  # production cannot reach the scratch folder
             job["trusted_pycache"] = str(scratch / "pyc-trusted")
     else:

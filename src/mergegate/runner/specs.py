@@ -49,20 +49,10 @@ class Spec:
 def load_specs(rev: str, policy: Policy, cwd: str | Path | None = None) -> tuple[catalog.Catalog, list[Spec]]:
     """The catalog and each property's trusted oracle bytes at ``rev``; bad entries are errors."""
     cat = catalog.load_at(rev, policy.paths.catalog, None if cwd is None else str(cwd))
-    return cat, specs_at(rev, policy, cat.properties, cwd)
-
-
-def specs_at(rev: str, policy: Policy, props: Iterable[catalog.Property], cwd: str | Path | None = None,
-             entry_bytes: Mapping[str, bytes] | None = None) -> list[Spec]:
-    """Each property's spec with the oracle tree of ``rev``; ``entry_bytes`` gives entries not at ``rev``
-    (``gate catalog import`` tries the entries it is about to write) by their ``source`` path."""
-    props = list(props)
     listing = [e for e in git_blobs.ls_tree(rev, cwd) if not e.is_submodule]
     entries = {e.path: e for e in listing}
     oracle_paths = [e.path for e in listing if trusted_file(e.path, policy)]
-    given = entry_bytes or {}
-    wanted = {entries[p].sha for prop in props for p in (prop.source, prop.oracle_file)
-              if p in entries and p not in given}
+    wanted = {entries[p].sha for prop in cat.properties for p in (prop.source, prop.oracle_file) if p in entries}
     wanted |= {entries[p].sha for p in oracle_paths if not entries[p].is_symlink}
     blobs = dict(git_blobs.read_blobs(wanted, cwd))
     trusted = Trusted(
@@ -71,17 +61,17 @@ def specs_at(rev: str, policy: Policy, props: Iterable[catalog.Property], cwd: s
         frozenset(production_names((e.path for e in listing), policy)),
     )
     specs = []
-    for prop in props:
-        entry = given[prop.source] if prop.source in given else blobs[entries[prop.source].sha]
+    for prop in cat.properties:
+        entry_bytes = blobs[entries[prop.source].sha]
         oracle = entries.get(prop.oracle_file)
         if oracle is None:
-            line = yamlio.load(entry, prop.source).line(("oracle",))
+            line = yamlio.load(entry_bytes, prop.source).line(("oracle",))
             raise ConfigError(prop.source, line, f"oracle file {prop.oracle_file} does not exist at {rev[:12]}",
                               "commit the oracle file or fix the catalog entry's oracle: path")
         source = blobs[oracle.sha]
-        kind = check_function(prop, source, entry)
-        specs.append(Spec(prop, source, catalog.spec_hash(entry, source), trusted, kind))
-    return specs
+        kind = check_function(prop, source, entry_bytes)
+        specs.append(Spec(prop, source, catalog.spec_hash(entry_bytes, source), trusted, kind))
+    return cat, specs
 
 
 def trusted_file(path: str, policy: Policy) -> bool:

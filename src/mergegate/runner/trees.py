@@ -20,6 +20,7 @@ class Tree:
     prod_roots: tuple[str, ...]
     fixture_digest: str
     label: str = ""
+    trace: tuple[str, ...] = ()  # relative production files whose executed lines the runs record
 
 
 def literal_prefix(pattern: str) -> str:

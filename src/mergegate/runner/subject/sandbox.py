@@ -59,6 +59,7 @@ class SubjectSpec:
     preload: tuple[str, ...] = ()  # production modules imported once, before the fork server starts
     limits: Limits = field(default_factory=Limits)
     pycache: str | None = None  # the gate's bytecode for this tree (``subject/bytecode.py``), read-only
+    trace: tuple[str, ...] = ()  # absolute production files whose executed lines the subject records
 
 
 def python_dirs() -> list[str]:
@@ -202,7 +203,7 @@ class Subject:
             "prod_roots": list(self.spec.prod_roots), "site_dirs": site_dirs(),
             "preload": list(self.spec.preload), "pycache_prefix": self.spec.pycache, "memory_bytes": lim.memory_bytes,
             "max_processes": lim.max_processes, "max_file_bytes": lim.max_file_bytes,
-            "cpu_seconds": lim.cpu_seconds,
+            "cpu_seconds": lim.cpu_seconds, "trace": list(self.spec.trace),
         })
 
     def _start(self) -> subprocess.Popen[bytes]:

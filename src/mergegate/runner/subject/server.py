@@ -293,8 +293,28 @@ def op_affinity(s: Session, cpu: Any) -> list[Any]:
     return ["ok", None]
 
 
+def op_lines(s: Session) -> list[Any]:
+    """The lines of the changed production files this process (and its ancestors) ran (``tracer.py``)."""
+    return ["ok", s.enc(TRACER[0].report() if TRACER else {"lines": {}, "import": {}})]
+
+
+TRACER: list[Any] = []  # the fork server's tracer, inherited by every child
+
+
+def start_tracer(files: list[str]) -> None:
+    """Trace the named files' lines from here on (before production is imported)."""
+    spec = importlib.util.spec_from_file_location("_mergegate_tracer", os.path.join(os.path.dirname(__file__),
+                                                                                     "tracer.py"))
+    if spec is None or spec.loader is None or not files:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    TRACER.append(module.Tracer(files))
+    TRACER[0].start()
+
+
 OPS: dict[str, Callable[..., list[Any]]] = {
-    "affinity": op_affinity,
+    "affinity": op_affinity, "lines": op_lines,
     "import": op_import, "getattr": op_getattr, "setattr": op_setattr, "delattr": op_delattr,
     "call": op_call, "callattr": op_callattr, "op": op_op, "signature": op_signature, "twin": op_twin,
 }
@@ -357,9 +377,12 @@ def main() -> None:
     stdlib = [p for p in sys.path if p and not p.endswith(("site-packages", "dist-packages"))]
     sys.path[:] = [*stdlib, *roots, *config["site_dirs"]]
     os.chdir(config["tree"])
+    start_tracer(list(config.get("trace") or ()))
     for name in config.get("preload", ()):
         with contextlib.suppress(BaseException):  # the child imports it again and reports the error
             importlib.import_module(name)
+    if TRACER:
+        TRACER[0].mark_imported()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     die_with_parent = _death_signal()
     import gc

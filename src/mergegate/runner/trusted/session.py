@@ -345,6 +345,10 @@ def finish(plugin: GatePlugin, code: int, result: dict[str, Any]) -> dict[str, A
     if plugin.finder is not None:
         result["calls"] = plugin.finder.channel.calls
         result["production_s"] = round(plugin.finder.channel.waited, 4)
+        if plugin.job.get("coverage"):
+            from mergegate.runner.trusted import coverage
+
+            coverage.record(plugin.finder.channel, plugin.job["coverage"], result)
     result["kind"] = "plain" if plugin.kinds == {"plain"} else "hypothesis"
     # What ran, for the differential rule: the trusted side's record, never production's.
     result["items"] = {item.nodeid: plugin.outcomes.get(item.nodeid, "notrun") for item in plugin.items}
