@@ -1,18 +1,12 @@
 """The subject: production code of one tree, served to the trusted evaluator over the call protocol.
 
-Runs inside the sandbox (``subject/sandbox.py``) as ``python -s -S -P server.py
-CONFIG``, standard library only.  It lowers its own resource limits, puts the
-tree's production roots on ``sys.path`` (after the standard library, before the
-third-party site directories), imports the production modules the oracles
-name, then serves as a fork server: one fresh child per connection (one
-property x seed), which answers requests until the evaluator hangs up.
-
-Nothing here is trusted.  Once production code is imported it can rewrite any
-of this; the evaluator therefore believes nothing it says beyond "this value
-came back", decoded into the evaluator's own types.  This side only has to be
-correct for honest production code.
+Runs in the sandbox (``subject/sandbox.py``) as ``python -s -S -P server.py CONFIG``, standard library
+only: lowers its limits, puts the production roots on ``sys.path`` (after the standard library, before
+third-party sites), imports the modules the oracles name, then forks a fresh child per connection (one
+property x seed) that answers until the evaluator hangs up.  Nothing here is trusted: production can
+rewrite any of it, so the evaluator believes nothing beyond "this value came back", decoded into its own
+types.  This side only has to be correct for honest production code.
 """
-
 from __future__ import annotations
 
 import contextlib
@@ -303,14 +297,9 @@ TRACER: list[Any] = []  # the fork server's tracer, inherited by every child
 
 def start_tracer(files: list[str]) -> None:
     """Trace the named files' lines from here on (before production is imported)."""
-    spec = importlib.util.spec_from_file_location("_mergegate_tracer", os.path.join(os.path.dirname(__file__),
-                                                                                     "tracer.py"))
-    if spec is None or spec.loader is None or not files:
-        return
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    TRACER.append(module.Tracer(files))
-    TRACER[0].start()
+    if files:
+        TRACER.append(_beside("tracer.py", "_mergegate_tracer").Tracer(files))
+        TRACER[0].start()
 
 
 OPS: dict[str, Callable[..., list[Any]]] = {
@@ -320,14 +309,20 @@ OPS: dict[str, Callable[..., list[Any]]] = {
 }
 
 
-def _load_objects() -> Any:
-    """``objects.py`` beside this file (snapshots, oracle classes, pickles, reverse handles), by path."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "objects.py")
-    spec = importlib.util.spec_from_file_location("_mergegate_subject_objects", path)
+def _beside(filename: str, name: str) -> Any:
+    """A module of this folder, by path (``sys.path`` is production's: never searched for our own code)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                     filename))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    return module
+
+
+def _load_objects() -> Any:
+    """``objects.py`` (snapshots, oracle classes, pickles, reverse handles); its requests join ``OPS``."""
+    module = _beside("objects.py", "_mergegate_subject_objects")
     OPS.update(module.OPS)
     return module
 
