@@ -50,14 +50,20 @@ def _gate_jobs(doc: Mapping[Any, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             yield str(name), job
 
 
-def github_workflow(path: str, text: str | bytes, policy: Policy) -> list[Problem]:
-    """What lets a pull request bypass or forge the gate in one workflow file."""
+def _mapping(path: str, text: str | bytes) -> tuple[dict[Any, Any] | None, list[Problem]]:
+    """A CI file's top-level mapping; None with the problem for unreadable YAML, None alone for another shape."""
     try:
         doc = yamlio.load(text, path).data
     except GateError as exc:
-        return [Problem(path, exc.render(), "fix the YAML syntax")]
-    if not isinstance(doc, dict):
-        return []
+        return None, [Problem(path, exc.render(), "fix the YAML syntax")]
+    return (doc if isinstance(doc, dict) else None), []
+
+
+def github_workflow(path: str, text: str | bytes, policy: Policy) -> list[Problem]:
+    """What lets a pull request bypass or forge the gate in one workflow file."""
+    doc, unreadable = _mapping(path, text)
+    if doc is None:
+        return unreadable
     jobs = list(_gate_jobs(doc))
     if not jobs:
         return []
@@ -103,12 +109,9 @@ def _job(path: str, name: str, job: Mapping[str, Any], doc: Mapping[Any, Any]) -
 
 def gitlab_ci(path: str, text: str | bytes) -> list[Problem]:
     """The repository's own .gitlab-ci.yml running the gate: a merge request edits its own pipeline."""
-    try:
-        doc = yamlio.load(text, path).data
-    except GateError as exc:
-        return [Problem(path, exc.render(), "fix the YAML syntax")]
-    if not isinstance(doc, dict):
-        return []
+    doc, unreadable = _mapping(path, text)
+    if doc is None:
+        return unreadable
     out = []
     for name, job in doc.items():
         if not isinstance(job, dict):
