@@ -19,6 +19,13 @@ import yaml
 
 from mergegate.errors import ConfigError
 
+_CParser: Any
+try:  # the C parser is several times faster where libyaml is present; it lives in yaml.cyaml
+    # (``yaml.CParser`` does not exist: cyaml's __all__ leaves it out of the package's names)
+    from yaml.cyaml import CParser as _CParser  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - depends on the PyYAML build
+    _CParser = None
+
 Path = tuple[str | int, ...]
 
 MAX_BYTES = 4 * 1024 * 1024  # no file the gate reads is near this; a bigger one is refused
@@ -46,10 +53,10 @@ class _Constructor(yaml.constructor.SafeConstructor):
             raise _ValueError(None, None, f"cannot read {str(value)[:60]!r} ({why})", node.start_mark) from None
 
 
-if hasattr(yaml, "CParser"):  # the C parser is several times faster where libyaml is present
-    class _Loader(yaml.CParser, _Constructor, yaml.resolver.Resolver):  # type: ignore[misc,name-defined]
+if _CParser is not None:
+    class _Loader(_CParser, _Constructor, yaml.resolver.Resolver):  # type: ignore[misc]
         def __init__(self, stream: str | bytes) -> None:
-            yaml.CParser.__init__(self, stream)  # type: ignore[attr-defined]
+            _CParser.__init__(self, stream)
             _Constructor.__init__(self)
             yaml.resolver.Resolver.__init__(self)
 
@@ -113,8 +120,11 @@ def load(text: str | bytes, source: str, max_bytes: int = MAX_BYTES) -> Doc:
         fix = "write a valid value, or quote it to keep it as text" if isinstance(exc, _ValueError) else _FIX
         raise ConfigError(source, mark.line + 1 if mark is not None else None, f"not valid YAML: {what}", fix) from None
     except yaml.reader.ReaderError as exc:
-        raise ConfigError(source, _line_at(text, exc.position),
-                          f"not valid YAML: {_one_line(str(exc.reason))}", "save it as UTF-8 text") from None
+        what = _one_line(str(exc.reason))
+        if isinstance(exc.character, int) and "characters" in what:  # the same words from either parser
+            what = f"unacceptable character #x{exc.character:04x}: special characters are not allowed"
+        raise ConfigError(source, _line_at(text, exc.position), f"not valid YAML: {what}",
+                          "save it as UTF-8 text") from None
     except (yaml.YAMLError, RecursionError, MemoryError) as exc:
         raise ConfigError(source, None, f"not valid YAML: {_one_line(str(exc))}", _FIX) from None
     lines: dict[Path, int] = {}
@@ -131,6 +141,8 @@ def _screen(text: str | bytes, source: str) -> None:
     try:
         while loader.check_event():
             event = loader.get_event()
+            if event is None:
+                break
             line = event.start_mark.line + 1 if event.start_mark is not None else None
             if isinstance(event, yaml.AliasEvent):
                 raise ConfigError(source, line, f"YAML alias *{event.anchor} is not allowed",
