@@ -1,6 +1,7 @@
 """``gate catalog check|import|status``.
 
-``import`` writes a catalog entry per test of the oracle tree that has none;
+``import`` writes a catalog entry per test of the oracle tree that has none,
+after trying each on the work tree (``mergegate.pipeline.trial``);
 ``status`` lists tests with no entry and entries whose test is gone (see
 ``mergegate.pipeline.adopt``).  ``check`` runs each property sealed and shared on a
 revision: a property that cannot run sealed (it needs production objects in its own
@@ -39,6 +40,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     imp = sub.add_parser("import", help="write a catalog entry for each test of the oracle tree that has none")
     imp.add_argument("paths", nargs="*", metavar="PATH", help="only tests under these oracle paths (default: all)")
     imp.add_argument("--dry-run", action="store_true", help="print the entries, write nothing")
+    imp.add_argument("--no-trial", action="store_true",
+                     help="write every entry as sealed without running it first (the default runs each new entry "
+                     "on the work tree: sealed if it passes sealed, isolation: shared if it passes only in-process, "
+                     "left out if it fails both ways)")
+    imp.add_argument("-j", "--jobs", type=int, help="processes in parallel for the trial")
     status = sub.add_parser("status", help="tests with no catalog entry, and entries whose test is gone")
     status.add_argument("--rev", help="read a revision instead of the work tree")
 

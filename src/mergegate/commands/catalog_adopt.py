@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from mergegate import textsafe
 from mergegate.errors import EXIT_NO, EXIT_OK, UsageError
 from mergegate.git import blobs as git_blobs
 from mergegate.git import core
-from mergegate.pipeline import adopt
+from mergegate.pipeline import adopt, trial
 from mergegate.records import catalog, fsutil, nodeids, repo
 from mergegate.records.policy import ORACLE, Policy
 
@@ -19,9 +21,12 @@ MAX_FILE = 4 << 20  # a test file larger than this is not read (and said so)
 
 
 def _needed(policy: Policy) -> Callable[[str], bool]:
-    """The files whose bytes import and status read: the oracle tree and the catalog (production only by name)."""
+    """The files whose bytes import, its trial and status read: the oracle and fixture trees, guarded
+    ``conftest.py`` files and the catalog (production only by name)."""
+    from mergegate.runner.specs import trusted_file
+
     prefix = policy.paths.catalog.rstrip("/") + "/"
-    return lambda path: path.startswith(prefix) or policy.classify(path) == ORACLE
+    return lambda path: path.startswith(prefix) or policy.classify(path) == ORACLE or trusted_file(path, policy)
 
 
 def work_tree_files(top: Path, policy: Policy) -> tuple[frozenset[str], dict[str, bytes]]:
@@ -81,31 +86,70 @@ def run_import(args: argparse.Namespace) -> int:
     cat_dir = policy.paths.catalog.rstrip("/")
     existing = frozenset(p for p in files if p.startswith(cat_dir + "/"))
     entries = adopt.plan_entries(cat, tests, files, paths, policy, existing)
-    for new in entries:
-        kind = "plain test" if new.test.kind == nodeids.PLAIN else "hypothesis"
-        print(f"{'would add' if args.dry_run else 'added'} {new.path}  {new.test.nodeid}  ({kind})")
     if not entries:
         print(f"every test under the oracle paths already has a catalog entry ({len(tests)} tests)")
         return EXIT_OK
     if args.dry_run:
+        for new in entries:
+            print(f"would add {new.path}  {new.test.nodeid}  ({_kind(new)})")
         return EXIT_OK
     for new in entries:
         if (top / new.path).exists():  # never overwrite (a file appeared since we listed)
             raise UsageError(f"{new.path} already exists", "rerun gate catalog import")
+    outcomes = None if args.no_trial else _trial(top, entries, policy, paths, files, args.jobs)
+    written, left = [], []
     for new in entries:
-        fsutil.atomic_write(top / new.path, new.text, mode=0o644)
+        outcome = outcomes[new.pid] if outcomes is not None else None
+        if outcome is not None and outcome.how == trial.LEFT_OUT:
+            left.append((new, outcome))
+            continue
+        text = new.text
+        how = "untried" if outcome is None else outcome.how
+        if outcome is not None and outcome.how == trial.SHARED:
+            text = trial.shared_text(text, outcome)
+            how = f"shared: fails sealed ({outcome.sealed_reason})"
+        fsutil.atomic_write(top / new.path, text, mode=0o644)
+        written.append(new)
+        print(textsafe.line(f"added {new.path}  {new.test.nodeid}  ({_kind(new)}, {how})"))
+    for new, outcome in left:
+        print(textsafe.line(f"left out  {new.test.nodeid}  ({_kind(new)}): fails sealed ({outcome.sealed_reason}) "
+                            f"and in-process ({outcome.shared_reason})"))
+    if left:
+        print(f"{len(left)} {'test' if len(left) == 1 else 'tests'} left out: they fail on the work tree both ways, "
+              "so as entries they would fail on both sides of every patch\n"
+              "  fix: make each pass (gate test runs them in-process), then gate catalog import again")
+    if not written:
+        return EXIT_NO
     claimed = f"{cat_dir}/{catalog.CLAIMED_FILE}"
     if claimed in files:
         from mergegate.drafter.accept import claimed_text
 
-        fsutil.atomic_write(top / claimed, claimed_text(files[claimed], [e.pid for e in entries], claimed))
-    tests_files = sorted({e.test.nodeid.file for e in entries})
+        fsutil.atomic_write(top / claimed, claimed_text(files[claimed], [e.pid for e in written], claimed))
+    tests_files = sorted({e.test.nodeid.file for e in written})
     add = " ".join(shlex.quote(p) for p in (cat_dir, *tests_files))
-    noun = "entry" if len(entries) == 1 else "entries"
-    print(f"{len(entries)} {noun} written; review each claim, then commit them on their own (a person's "
+    noun = "entry" if len(written) == 1 else "entries"
+    tried = "" if outcomes is None else (
+        f" ({sum(1 for e in written if outcomes[e.pid].how == trial.SEALED)} sealed, "
+        f"{sum(1 for e in written if outcomes[e.pid].how == trial.SHARED)} shared, as the trial on the work tree "
+        "found)")
+    print(f"{len(written)} {noun} written{tried}; review each claim, then commit them on their own (a person's "
           f"oracle-only commit re-signs the manifest):\n  git add -- {add} && "
-          f"gate manifest sign --staged && git commit -m 'catalog: adopt {len(entries)} tests'")
+          f"gate manifest sign --staged && git commit -m 'catalog: adopt {len(written)} tests'")
     return EXIT_OK
+
+
+def _kind(new: adopt.NewEntry) -> str:
+    return "plain test" if new.test.kind == nodeids.PLAIN else "hypothesis"
+
+
+def _trial(top: Path, entries: list[adopt.NewEntry], policy: Policy, paths: frozenset[str],
+           files: dict[str, bytes], jobs: int | None) -> dict[str, trial.Outcome]:
+    """Each new entry run on the work tree (sealed, then in-process where that failed)."""
+    noun = "entry" if len(entries) == 1 else "entries"
+    print(f"trying {len(entries)} new {noun} on the work tree, sealed (and in-process where that fails); "
+          "--no-trial skips this", file=sys.stderr)
+    props = [(catalog.parse_entry(e.text, e.path), e.text) for e in entries]
+    return trial.run_trial(top, props, policy, paths, files, jobs)
 
 
 def run_status(args: argparse.Namespace) -> int:

@@ -1,0 +1,104 @@
+"""The trial of a catalog import: each new entry run on the work tree, sealed and, where that fails, in-process.
+
+``gate catalog import`` writes an entry only once it knows how the entry runs on
+the tree the maintainer is about to commit:
+
+- it passes sealed: written as it is (``isolation: sealed``, the default);
+- it fails sealed and passes in-process: written with ``isolation: shared`` and a
+  comment saying why (the sealed run's reason, one line); a person may still
+  rewrite the test so that it runs sealed;
+- it fails both ways (a test that fails or skips here, or whose oracle cannot
+  load at all): left out and listed with both reasons, so no entry the import
+  writes can fail on both sides of every later patch (``uniform_fail``) or make
+  every ``gate check`` exit 2 (an oracle that cannot load at the base).
+
+The trial runs on the work tree as it is (production and oracle files), at the
+policy's seeds, with the gate's own runner: what it reports is what ``gate run
+--tree .`` would say of the new entries.  It never decides a verdict: it only
+chooses how the entries are written, and the maintainer commits them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mergegate import textsafe
+from mergegate.records import catalog
+from mergegate.records.policy import Policy
+
+SEALED, SHARED, LEFT_OUT = "sealed", "shared", "left out"
+REASON_MAX = 160  # characters of a run's reason kept in the entry's comment and the listing
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one new entry ran on the work tree."""
+
+    how: str  # SEALED | SHARED | LEFT_OUT
+    sealed_reason: str = ""  # why it failed sealed ("" when it passed)
+    shared_reason: str = ""  # why it failed in-process ("" when it passed or was not tried)
+
+
+def decide(sealed_failures: Sequence[str], shared_failures: Sequence[str] | None) -> Outcome:
+    """The outcome from the failing rows' reasons (pure): empty means every row passed;
+    ``shared_failures`` is None when the entry was not run in-process (it passed sealed)."""
+    if not sealed_failures:
+        return Outcome(SEALED)
+    if shared_failures is not None and not shared_failures:
+        return Outcome(SHARED, sealed_failures[0])
+    return Outcome(LEFT_OUT, sealed_failures[0], (shared_failures or ["not run"])[0])
+
+
+def reason_of(status: str, witness: str, error: str | None, load_error: bool) -> str:
+    """One short line saying why a row did not pass."""
+    what = "cannot load its oracle" if load_error else (status if not witness else f"{status} {witness}")
+    detail = [line.strip() for line in (error or "").splitlines() if line.strip()]
+    text = f"{what}: {detail[0]}" if detail else what
+    return textsafe.line(text)[:REASON_MAX]
+
+
+def shared_text(text: bytes, outcome: Outcome) -> bytes:
+    """The entry with ``isolation: shared`` and the comment saying why (the comment is one line)."""
+    why = outcome.sealed_reason.replace("\n", " ").replace("\r", " ")
+    comment = f"# gate catalog import: fails sealed on the work tree ({why}); passes in-process"
+    return text + (comment + "\nisolation: shared\n").encode()
+
+
+def run_trial(top: Path, entries: Sequence[tuple[catalog.Property, bytes]], policy: Policy,
+              paths: frozenset[str], files: Mapping[str, bytes], jobs: int | None = None) -> dict[str, Outcome]:
+    """Each entry's outcome (by id): sealed on the work tree at ``top``, then in-process for those that failed."""
+    from mergegate.pipeline.progress import progress_bar
+    from mergegate.runner import specs as speclib
+    from mergegate.runner.schedule import plan, run_tasks
+    from mergegate.runner.trees import tree_info
+
+    trusted = speclib.Trusted(
+        "work-tree",
+        {p: b for p, b in files.items() if speclib.trusted_file(p, policy)},
+        frozenset(speclib.production_names(paths, policy)),
+    )
+    specs = []
+    for prop, text in entries:
+        source = trusted.files[prop.oracle_file]
+        kind = speclib.check_function(prop, source, text)
+        specs.append(speclib.Spec(prop, source, catalog.spec_hash(text, source), trusted, kind))
+    tree = tree_info(top, policy, "work tree")
+    seeds = policy.verdict.seeds
+
+    def failures(chosen: list[speclib.Spec]) -> dict[str, list[str]]:
+        with progress_bar() as progress:
+            rows = run_tasks([(tree, spec, seed) for spec, seed in plan(chosen, seeds)], policy, jobs, progress)
+        out: dict[str, list[str]] = {s.prop.id: [] for s in chosen}
+        for row in rows:
+            if row.status != "pass":
+                out[row.prop].append(reason_of(row.status, row.witness, row.error, row.load_error))
+        return out
+
+    sealed = failures(specs)
+    retry = [dataclasses.replace(s, prop=dataclasses.replace(s.prop, isolation="shared"))
+             for s in specs if sealed[s.prop.id]]
+    shared = failures(retry) if retry else {}
+    return {s.prop.id: decide(sealed[s.prop.id], shared.get(s.prop.id)) for s in specs}

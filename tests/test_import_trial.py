@@ -1,0 +1,134 @@
+"""``gate catalog import`` tries each new entry on the work tree before it writes it (issue 21 item 3):
+sealed if it passes sealed, ``isolation: shared`` with the reason if it passes only in-process, left out
+and listed if it fails both ways; nothing it writes makes a later check exit 2 or fail on both sides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mergegate.pipeline import trial
+from mergegate.records import catalog
+from tests.helpers import AGENT, commit, gate, git, init_repo, sign_and_commit, write
+from tests.test_runner import project_files
+
+CART = "class Cart:\n    def __init__(self):\n        self.items = []\n"
+
+# One test per outcome: sealed as is; only in-process (a list read off a production object is a copy
+# when sealed); failing here both ways (a wrong expectation).
+TESTS = '''\
+from decimal import Decimal
+
+from hypothesis import given, strategies as st
+
+from shop.cart import Cart
+from shop.tax import tax_for
+
+
+def test_no_tax_on_nothing():
+    assert tax_for(Decimal("0"), "0.2") == Decimal("0")
+
+
+@given(st.integers(0, 5))
+def test_items_alias(n):
+    cart = Cart()
+    for i in range(n):
+        cart.items.append(i)
+    assert len(cart.items) == n
+
+
+def test_wrong_expectation():
+    assert tax_for(Decimal("10"), "0.2") == Decimal("3")
+'''
+# An oracle that cannot load at all (its production import does not exist).
+BROKEN = "from shop.no_such_module import thing\n\n\ndef test_thing():\n    assert thing\n"
+
+NEW = {"oracles/properties/test_trial.py": TESTS, "oracles/properties/test_broken.py": BROKEN}
+CAT = "oracles/catalog"
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    path = init_repo(tmp_path / "shop")
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["src/shop/cart.py"] = CART
+    sign_and_commit(path, files, "the shop")
+    write(path, dict(NEW))
+    return path
+
+
+def test_each_new_entry_is_written_as_the_trial_found_it_runs(repo: Path) -> None:
+    proc = gate(repo, "catalog", "import")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "trying 4 new entries on the work tree" in proc.stderr
+    assert "test_trial.py::test_no_tax_on_nothing  (plain test, sealed)" in out
+    assert "test_trial.py::test_items_alias  (hypothesis, shared: fails sealed (" in out
+    assert "left out  oracles/properties/test_trial.py::test_wrong_expectation  (plain test): fails sealed (" in out
+    assert "left out  oracles/properties/test_broken.py::test_thing  (plain test): fails sealed (" in out
+    assert "and in-process (cannot load its oracle" in out
+    assert "2 tests left out" in out and "2 entries written (1 sealed, 1 shared" in out
+    names = sorted(p.name for p in (repo / CAT).glob("trial.*"))
+    assert names == ["trial.items_alias.yaml", "trial.no_tax_on_nothing.yaml"]
+    assert not list((repo / CAT).glob("broken*"))
+    shared = (repo / CAT / "trial.items_alias.yaml").read_bytes()
+    assert b"# gate catalog import: fails sealed on the work tree (" in shared
+    assert catalog.parse_entry(shared, "x.yaml").isolation == "shared"
+    assert catalog.parse_entry((repo / CAT / "trial.no_tax_on_nothing.yaml").read_bytes(), "y.yaml").isolation \
+        == "sealed"
+    claimed = (repo / CAT / "claimed.yaml").read_text()
+    assert "trial.items_alias" in claimed and "wrong_expectation" not in claimed
+    # a second import offers the left-out tests again (they still have no entry) and leaves them out again
+    again = gate(repo, "catalog", "import")
+    assert again.returncode == 1 and "2 tests left out" in again.stdout and "written" not in again.stdout
+
+
+def test_what_the_import_writes_never_breaks_a_later_check(repo: Path) -> None:
+    """Committed as written, a clean agent patch is judged (no exit 2, no uniform_fail) and admitted: the
+    changed file is covered by the entry that passes sealed; a real bug is rejected as a regression."""
+    assert gate(repo, "catalog", "import").returncode == 0
+    base = sign_and_commit(repo, {}, "catalog: adopt the suite")
+    tax = (repo / "src/shop/tax.py").read_text()
+    clean = commit(repo, {"src/shop/tax.py": tax + "\n# tidy\n"}, "tidy", env=AGENT)
+    proc = gate(repo, "check", "--base", base, "--head", clean, "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert (data["decision"], data["reason"]) == ("admit", "all_pass"), data
+    git(repo, "reset", "-q", "--hard", base)
+    cart = commit(repo, {"src/shop/cart.py": CART.replace("self.items = []", "self.items = [0]")}, "cart",
+                  env=AGENT)
+    proc = gate(repo, "check", "--base", base, "--head", cart, "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    reasons = {p["prop"]: p["reason"] for p in data["properties"] if p["prop"].startswith("trial.")}
+    assert data["decision"] == "reject" and reasons == {"trial.items_alias": "regression",
+                                                        "trial.no_tax_on_nothing": "both_pass"}, data
+
+
+def test_no_trial_writes_every_entry_untried(repo: Path) -> None:
+    proc = gate(repo, "catalog", "import", "--no-trial")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "trying" not in proc.stderr and proc.stdout.count("untried)") == 4
+    assert len(list((repo / CAT).glob("trial.*"))) == 3 and len(list((repo / CAT).glob("broken.*"))) == 1
+
+
+@pytest.mark.parametrize(("sealed", "shared", "how"), [
+    ([], None, trial.SEALED),
+    (["fail AssertionError"], [], trial.SHARED),
+    (["fail AssertionError"], ["fail AssertionError"], trial.LEFT_OUT),
+    (["cannot load its oracle"], None, trial.LEFT_OUT),  # not run in-process: never written
+])
+def test_decide(sealed: list[str], shared: list[str] | None, how: str) -> None:
+    assert trial.decide(sealed, shared).how == how
+
+
+def test_the_reason_is_one_short_line_and_the_shared_entry_still_parses() -> None:
+    reason = trial.reason_of("fail", "AssertionError", "Traceback\n  x\nAssertionError: \x1b[2Jboom\n" + "y" * 500,
+                             False)
+    assert "\n" not in reason and "\x1b" not in reason and len(reason) <= trial.REASON_MAX
+    text = trial.shared_text(b'id: a\noracle: "t/test_a.py::test_a"\nclaim: "a"\n',
+                             trial.Outcome(trial.SHARED, "fail x: a # b: c\r\nd"))
+    prop = catalog.parse_entry(text, "a.yaml")
+    assert prop.isolation == "shared" and text.count(b"\n") == 5
