@@ -130,6 +130,24 @@ def test_stale_temp_files_are_swept(tmp_path: Path) -> None:
     assert not stale.exists() and fresh.exists()  # a young one may be another writer's
 
 
+def test_many_writes_sweep_what_killed_writers_left_and_write_each_whole(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    folder = tmp_path / "catalog dir"
+    folder.mkdir()
+    orphan = folder / f".a-b.yaml.{dead.pid}-x1y2.tmp"  # a killed writer's, young: its pid is gone
+    live = folder / f".c.yaml.{os.getpid()}-z3.tmp"  # a live writer's: kept
+    orphan.write_text("half")
+    live.write_text("half")
+    fsutil.atomic_write_many([(folder / "a-b.yaml", b"id: a\n", 0o644), (folder / "c.yaml", b"id: c\n", None),
+                              (tmp_path / "new" / "d.yaml", b"id: d\n", 0o600)])
+    assert not orphan.exists() and live.exists()
+    assert (folder / "a-b.yaml").read_bytes() == b"id: a\n" and (folder / "c.yaml").read_bytes() == b"id: c\n"
+    assert (tmp_path / "new" / "d.yaml").stat().st_mode & 0o777 == 0o600
+    assert (folder / "a-b.yaml").stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["a-b.yaml", "c.yaml", live.name])
+
+
 def test_worktrees_of_killed_runs_are_swept(repo: Path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -97,7 +97,7 @@ def run_import(args: argparse.Namespace) -> int:
         if (top / new.path).exists():  # never overwrite (a file appeared since we listed)
             raise UsageError(f"{new.path} already exists", "rerun gate catalog import")
     outcomes = None if args.no_trial else _trial(top, entries, policy, paths, files, args.jobs)
-    written, left = [], []
+    written, left, writes, lines = [], [], [], []
     for new in entries:
         outcome = outcomes[new.pid] if outcomes is not None else None
         if outcome is not None and outcome.how == trial.LEFT_OUT:
@@ -108,9 +108,12 @@ def run_import(args: argparse.Namespace) -> int:
         if outcome is not None and outcome.how == trial.SHARED:
             text = trial.shared_text(text, outcome)
             how = f"shared: fails sealed ({outcome.sealed_reason})"
-        fsutil.atomic_write(top / new.path, text, mode=0o644)
+        writes.append((top / new.path, text, 0o644))
         written.append(new)
-        print(textsafe.line(f"added {new.path}  {new.test.nodeid}  ({_kind(new)}, {how})"))
+        lines.append(textsafe.line(f"added {new.path}  {new.test.nodeid}  ({_kind(new)}, {how})"))
+    fsutil.atomic_write_many(writes)
+    if lines:
+        print("\n".join(lines))
     for new, outcome in left:
         print(textsafe.line(f"left out  {new.test.nodeid}  ({_kind(new)}): fails sealed ({outcome.sealed_reason}) "
                             f"and in-process ({outcome.shared_reason})"))

@@ -138,10 +138,14 @@ def plan_entries(cat: catalog.Catalog, tests: Sequence[nodeids.Test], files: Map
     taken |= {p.rpartition("/")[2].rsplit(".", 1)[0].lower() for p in existing_paths}
     out = []
     cat_dir = policy.paths.catalog.rstrip("/")
+    covers_of: dict[str, list[str]] = {}  # per test file: parsed once, not once per test in it
     for test in status(cat, tests):
         pid = entry_id(test, taken)
         taken.add(pid.lower())
-        covers = covers_for(files.get(test.nodeid.file, b""), production, roots)
+        file = test.nodeid.file
+        if file not in covers_of:
+            covers_of[file] = covers_for(files.get(file, b""), production, roots)
+        covers = covers_of[file]
         text = entry_text(pid, str(test.nodeid), claim_for(test), covers)
         path = f"{cat_dir}/{pid}.yaml"
         catalog.parse_entry(text, path)  # our own output must load

@@ -6,7 +6,7 @@ import contextlib
 import fcntl
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 
@@ -15,6 +15,26 @@ def atomic_write(path: str | Path, data: bytes, mode: int | None = None) -> None
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_temps(path)
+    _write_replace(path, data, mode)
+    _fsync_dir(path.parent)
+
+
+def atomic_write_many(items: Iterable[tuple[Path, bytes, int | None]]) -> None:
+    """``atomic_write`` of many files: each file written, fsynced and renamed on its own (a reader sees
+    each whole or not at all), the folders' leftovers swept once and each folder synced once at the end,
+    not per file (a catalog import writes a thousand entries into one folder)."""
+    folders: dict[Path, None] = {}
+    for path, data, mode in items:
+        if path.parent not in folders:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            sweep_folder(path.parent)
+            folders[path.parent] = None
+        _write_replace(path, data, mode)
+    for folder in folders:
+        _fsync_dir(folder)
+
+
+def _write_replace(path: Path, data: bytes, mode: int | None) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -32,7 +52,6 @@ def atomic_write(path: str | Path, data: bytes, mode: int | None = None) -> None
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
 
 
 STALE_S = 60.0  # a write takes milliseconds: a temporary file this old was left by a killed run
@@ -46,11 +65,26 @@ def sweep_temps(path: Path) -> None:
     prefix = f".{path.name}."
     with contextlib.suppress(OSError):
         for stale in path.parent.glob(f"{glob_escape(prefix)}*.tmp"):
-            writer = stale.name[len(prefix):].split("-", 1)[0]
-            with contextlib.suppress(OSError):
-                if (writer.isdigit() and len(writer) < 12 and not pid_alive(int(writer))) or \
-                        time.time() - stale.lstat().st_mtime > STALE_S:
-                    stale.unlink()
+            _sweep_one(stale, stale.name[len(prefix):].split("-", 1)[0], time.time())
+
+
+def sweep_folder(folder: Path) -> None:
+    """``sweep_temps`` for every file of ``folder`` at once (one listing, not one glob per file)."""
+    import time
+
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for stale in folder.glob(".*.tmp"):
+            # ``.<name>.<pid>-<random>.tmp``: the pid is the part after the last "." before the "-"
+            head = stale.name[:-4].rpartition("-")[0]
+            _sweep_one(stale, head.rpartition(".")[2], now)
+
+
+def _sweep_one(stale: Path, writer: str, now: float) -> None:
+    with contextlib.suppress(OSError):
+        if (writer.isdigit() and len(writer) < 12 and not pid_alive(int(writer))) or \
+                now - stale.lstat().st_mtime > STALE_S:
+            stale.unlink()
 
 
 def glob_escape(name: str) -> str:
