@@ -13,6 +13,7 @@ Node ids are pytest's: ``path/to/test_x.py::test_y``, ``...::TestClass::test_y``
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -111,12 +112,21 @@ def _kind(node: ast.AST) -> str:
 
 
 def parse_source(source: bytes, path: str) -> ast.Module:
+    """The file's syntax tree (shared: callers only read it; a catalog names one file many times)."""
+    tree = _parsed(source)
+    if isinstance(tree, SyntaxError):
+        raise NodeIdError(f"{path}:{tree.lineno}: syntax error: {tree.msg}") from None
+    if isinstance(tree, ValueError):  # NUL bytes
+        raise NodeIdError(f"{path}: cannot be parsed: {tree}") from None
+    return tree
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(source: bytes) -> ast.Module | SyntaxError | ValueError:
     try:
-        return ast.parse(source, path)
-    except SyntaxError as exc:
-        raise NodeIdError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
-    except ValueError as exc:  # NUL bytes
-        raise NodeIdError(f"{path}: cannot be parsed: {exc}") from None
+        return ast.parse(source)
+    except (SyntaxError, ValueError) as exc:
+        return exc.with_traceback(None)  # kept without the parser's frames
 
 
 def resolve(node_id: NodeId, source: bytes) -> str:
@@ -170,10 +180,14 @@ def discover(path: str, source: bytes) -> list[Test]:
 def imported_modules(source: bytes, members: bool = True) -> list[str]:
     """Absolute module names a file imports, in order, once each; with ``members``, ``from m import x``
     also gives ``m.x`` (x may be a submodule: ``covers`` wants it).  Unparsable source imports nothing."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return []
+    return list(_imported(source, members))
+
+
+@functools.lru_cache(maxsize=64)
+def _imported(source: bytes, members: bool) -> tuple[str, ...]:
+    tree = _parsed(source)
+    if not isinstance(tree, ast.Module):
+        return ()
     names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -182,7 +196,7 @@ def imported_modules(source: bytes, members: bool = True) -> list[str]:
             names.append(node.module)
             if members:
                 names.extend(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
-    return list(dict.fromkeys(names))
+    return tuple(dict.fromkeys(names))
 
 
 def is_test_file(path: str, patterns: Iterable[str] = ("test_*.py", "*_test.py")) -> bool:

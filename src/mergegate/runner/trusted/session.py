@@ -258,7 +258,10 @@ def prepare() -> None:
     for name in default_plugins:
         with contextlib.suppress(Exception):
             importlib.import_module(f"_pytest.{name}")
-    for name in ("_pytest._argcomplete", "readline", "hypothesis.stateful", "hypothesis.internal.conjecture.optimiser"):
+    for name in ("_pytest._argcomplete", "readline", "hypothesis.stateful", "hypothesis.internal.conjecture.optimiser",
+                 # imported by every run's report: once here, not once per forked child
+                 "mergegate.runner.trusted.observe", "mergegate.runner.trusted.report",
+                 "mergegate.runner.trusted.bounds", "mergegate.runner.trusted.coverage"):
         with contextlib.suppress(Exception):
             importlib.import_module(name)
     with contextlib.suppress(Exception):
