@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("mergegate.commands.run", "run the property catalog at a revision"),
     "test": ("mergegate.commands.test", "run the properties locally on the work tree (pytest; --sealed as gate check)"),
     "catalog": ("mergegate.commands.catalog", "adopt tests, list unguarded ones, compare isolations"),
+    "seeds": ("mergegate.commands.seeds", "print the policy's seeds, or fresh ones for a CI matrix"),
     "merge-runs": ("mergegate.commands.merge_runs", "merge sharded run files"),
     "diff": ("mergegate.commands.diff", "differential run of base and head"),
     "check": ("mergegate.commands.check", "the whole pipeline: verdict and evidence"),

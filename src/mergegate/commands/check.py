@@ -30,7 +30,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--markdown", metavar="FILE", help="also write a Markdown summary (CI step summary)")
     parser.add_argument("--base-runs", metavar="FILE", help="base rows made elsewhere (merged CI shards); "
                         "with --head-runs, nothing is run here")
-    parser.add_argument("--head-runs", metavar="FILE", help="head rows made elsewhere (merged CI shards)")
+    parser.add_argument("--head-runs", metavar="FILE", help="head rows made elsewhere (merged CI shards; run with "
+                        "gate run --coverage-base, or every changed line counts as unmeasured)")
+    parser.add_argument("--fresh-seeds", metavar="SEEDS", help="with --base-runs/--head-runs: the fresh seeds the "
+                        "shards ran (gate run --fresh-seeds); without the runs, a check draws its own")
     parser.add_argument("-j", "--jobs", type=int, help="processes in parallel (default: one per core)")
 
 
@@ -59,10 +62,16 @@ def _run(args: argparse.Namespace) -> tuple[int, Any]:
     if bool(args.base_runs) != bool(args.head_runs):
         raise UsageError("--base-runs and --head-runs go together", "pass both merged run files, or neither")
     runs = (Path(args.base_runs), Path(args.head_runs)) if args.base_runs else None
+    if args.fresh_seeds and runs is None:
+        raise UsageError("--fresh-seeds goes with --base-runs/--head-runs",
+                         "drop it: a check that runs the properties draws its own fresh seeds")
+    from mergegate.commands.run import parse_seeds
+
+    fresh = parse_seeds(args.fresh_seeds) if args.fresh_seeds else ()
     base = branches.base_or_default(args.base)
     with progress_bar(quiet=args.json) as progress:
         outcome = check.check(base, head, environ=os.environ, jobs=args.jobs, progress=progress, runs=runs,
-                              require_up_to_date=args.require_up_to_date)
+                              require_up_to_date=args.require_up_to_date, fresh=fresh)
     where = Path(args.evidence) if args.evidence else evidence.default_dir(work_area(core.toplevel()), outcome)
     evidence.write_packet(outcome, where)
     if args.junit:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from mergegate import textsafe
@@ -28,6 +29,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="run on the merge result of --rev into TARGET's tip (what gate check judges for a "
                         "head forked before it; --rev itself when it already contains the tip)")
     parser.add_argument("--seeds", help="comma-separated seeds (default: gate.yaml verdict.seeds)")
+    parser.add_argument("--fresh-seeds", metavar="SEEDS",
+                        help="comma-separated fresh seeds run after --seeds (CI shards: every shard and side the "
+                        "same ones, from `gate seeds --fresh` in the job that starts the matrix; gate check "
+                        "--fresh-seeds then judges them)")
+    parser.add_argument("--coverage-base", metavar="REV",
+                        help="record change coverage: the lines of the production files changed since REV "
+                        "(the target's tip gate check judges against) that each run executed (head shards)")
     parser.add_argument("--out", help="write the JSONL rows here (without it, only the report is printed)")
     parser.add_argument("--shard", metavar="K/N", help="run only the K-th of N slices (for a CI matrix)")
     parser.add_argument("--only", action="append", default=[], metavar="ID", help="run only this property")
@@ -60,18 +68,26 @@ def run(args: argparse.Namespace) -> int:
     _cat, specs = load_specs(trusted_rev, policy)
     specs = only(specs, args.only)
     seeds = parse_seeds(args.seeds) if args.seeds else policy.verdict.seeds
+    seeds = (*seeds, *fresh_seeds(args.fresh_seeds, seeds))
     shard = parse_shard(args.shard) if args.shard else None
     pairs = plan(specs, seeds, shard)
     from mergegate.runner import rows as rowlib
 
+    if args.coverage_base and not args.rev:
+        raise UsageError("--coverage-base needs --rev", "pass --rev REV (the head the check judges)")
     if args.rev:
         from mergegate.pipeline import diffrun
 
         rev = core.must_resolve(args.rev)
         if args.merged_into:
             rev = merge_result(rev, core.must_resolve(args.merged_into))
+        trace: list[str] = []
+        if args.coverage_base:
+            from mergegate.pipeline import coverage as change_coverage
+
+            trace = sorted(change_coverage.changed_lines(core.must_resolve(args.coverage_base), rev, policy))
         with diffrun.worktrees([rev]) as (tree_dir,):
-            rows = _run(tree_dir, pairs, policy, args.jobs)
+            rows = _run(tree_dir, pairs, policy, args.jobs, trace)
         rows = diffrun.bind(rowlib.with_reproduce(for_every_seed(rows, specs, seeds), rev=rev,
                                                   trusted=trusted_rev), rev)
     else:
@@ -97,10 +113,26 @@ def merge_result(rev: str, target: str) -> str:
     return pair.head
 
 
-def _run(tree_dir: Path, pairs: list[tuple[Spec, int]], policy: Policy, jobs: int | None) -> list[Row]:
+def fresh_seeds(text: str | None, seeds: tuple[int, ...]) -> tuple[int, ...]:
+    """``--fresh-seeds``: distinct integers, none of them among ``seeds``."""
+    if not text:
+        return ()
+    fresh = parse_seeds(text)
+    if set(fresh) & set(seeds):
+        raise UsageError(f"bad fresh seeds {text!r}: {sorted(set(fresh) & set(seeds))[0]} is one of the seeds",
+                         "draw them with gate seeds --fresh")
+    return fresh
+
+
+def _run(tree_dir: Path, pairs: list[tuple[Spec, int]], policy: Policy, jobs: int | None,
+         trace: Sequence[str] = ()) -> list[Row]:
+    import dataclasses
+
     from mergegate.pipeline.progress import progress_bar
 
     tree = tree_info(tree_dir, policy)
+    if trace:
+        tree = dataclasses.replace(tree, trace=tuple(trace))
     with progress_bar() as progress:
         return run_tasks([(tree, spec, seed) for spec, seed in pairs], policy, jobs, progress)
 

@@ -113,12 +113,14 @@ def effective_base(merge_base: str, policy: Policy, cwd: str | Path | None = Non
 def check(base: str, head: str, *, environ: Mapping[str, str], jobs: int | None = None,
           progress: Progress | None = None, now: dt.datetime | None = None,
           runs: tuple[Path, Path] | None = None, cwd: str | Path | None = None,
-          require_up_to_date: bool = False) -> Outcome:
+          require_up_to_date: bool = False, fresh: Sequence[int] = ()) -> Outcome:
     """Run the pipeline for the patch ``head`` aimed at the target ``base`` (its current tip).
 
     ``runs``: (base, head) JSONL files made elsewhere (CI shards merged with
     ``gate merge-runs``) used instead of running the properties here; their rows
-    must name the trees judged here.  ``require_up_to_date``: refuse a stale head
+    must name the trees judged here; ``fresh``: the fresh seeds those runs drew
+    (``gate run --fresh-seeds``), judged like the fresh seeds a check draws itself.
+    ``require_up_to_date``: refuse a stale head
     (``stale_base``) even where the target's policy would judge its merge result.
     """
     now = now or ledger.utcnow()
@@ -126,15 +128,18 @@ def check(base: str, head: str, *, environ: Mapping[str, str], jobs: int | None 
     tip = core.must_resolve(base, cwd)
     policy = repo.load_policy(tip, cwd)
     stale = judged.REFUSE if require_up_to_date else policy.verdict.stale_base
+    if set(fresh) & set(policy.verdict.seeds):
+        raise UsageError(f"fresh seed {sorted(set(fresh) & set(policy.verdict.seeds))[0]} is one of the policy's "
+                         "seeds", "draw fresh seeds with gate seeds --fresh")
     pair_of = judged.judge_pair(tip, head_sha, stale, cwd)
     with prestarted(0 if runs is not None or pair_of.stopped else jobs or default_jobs(policy)):
         return _check(base, pair_of, policy, environ=environ, jobs=jobs, progress=progress, now=now, runs=runs,
-                      cwd=cwd)
+                      cwd=cwd, fresh=tuple(fresh))
 
 
 def _check(base: str, pair_of: judged.Judged, policy: Policy, *, environ: Mapping[str, str], jobs: int | None,
            progress: Progress | None, now: dt.datetime, runs: tuple[Path, Path] | None,
-           cwd: str | Path | None) -> Outcome:
+           cwd: str | Path | None, fresh: tuple[int, ...] = ()) -> Outcome:
     tip = pair_of.target
     cat, specs = load_specs(tip, policy, cwd)
     base_ledger = with_props(ledger.load_at(tip, policy.paths.ledger, cwd), cat)
@@ -165,13 +170,19 @@ def _check(base: str, pair_of: judged.Judged, policy: Policy, *, environ: Mappin
     if start.stopped_at is not None:
         return start
     if runs is not None:
-        seeds = start.seeds
+        schedule = (*start.seeds, *fresh)
         trees = (judged.tree_of(tip, cwd), judged.tree_of(start.head, cwd))
         pair = diffrun.pair_from_rows(
-            tip, start.head, policy, cat, specs, seeds, diffrun.load_rows(runs[0], seeds, trees[0], "base", tip),
-            diffrun.load_rows(runs[1], seeds, trees[1], "head", start.head), skip_head=start.oracle_edited,
-            cwd=cwd)
-        outcome = _differential(start, pair, policy, base_ledger, now)
+            tip, start.head, policy, cat, specs, start.seeds,
+            diffrun.load_rows(runs[0], schedule, trees[0], "base", tip),
+            diffrun.load_rows(runs[1], schedule, trees[1], "head", start.head), skip_head=start.oracle_edited,
+            cwd=cwd, fresh=fresh)
+        start = _with(start, fresh_seeds=fresh)
+        # The head's shards record which lines ran (gate run --coverage-base); rows without that record
+        # count as unmeasured runs, so an unmeasured change is never an admit.
+        changed = change_coverage.changed_lines(tip, start.head, policy, cwd)
+        outcome = _differential(start, pair, policy, base_ledger, now,
+                                change_coverage.measure(changed, start.head, pair.head_rows, policy, cwd))
     else:
         fresh = change_coverage.fresh_seeds(policy.verdict.fresh_seeds, start.seeds)
         changed = change_coverage.changed_lines(tip, start.head, policy, cwd)

@@ -267,9 +267,11 @@ def load_rows(path: str | Path, seeds: Sequence[int], tree: str | None = None, s
 def pair_from_rows(
     base: str, head: str, policy: Policy, cat: catalog.Catalog, specs: Sequence[Spec],
     seeds: Sequence[int], base_rows: Sequence[Row], head_rows: Sequence[Row], *,
-    skip_head: Sequence[str] = (), cwd: str | Path | None = None,
+    skip_head: Sequence[str] = (), cwd: str | Path | None = None, fresh: Sequence[int] = (),
 ) -> Pair:
     """A Pair from rows run elsewhere, under a contract computed here from the revisions.
+
+    ``fresh``: the fresh seeds the runs drew (after ``seeds``); rows of any other seed are dropped.
 
     A row that cites another contract (a spec hash other than the trusted one, a
     fixture digest other than its revision's, an unknown property) is dropped, so
@@ -285,12 +287,14 @@ def pair_from_rows(
         "fixture_closure_hash": {"base": base_closures, "head": head_closures},
         "fixture_digest": {"base": base_digest, "head": head_digest},
         "rows_from": "external run files",
-        "fresh_seeds": [],  # rows made elsewhere ran the policy's seeds only
+        "fresh_seeds": list(fresh),  # drawn for this check by the job that started the shards
         "seeds_apply": {s.prop.id: s.seeds_apply for s in specs},
     }
 
+    schedule = {*seeds, *fresh}
+
     def keep(rows: Sequence[Row], digest_: str, skip: set[str]) -> tuple[Row, ...]:
-        return tuple(r for r in rows if r.prop in trusted and r.prop not in skip and r.seed in seeds
+        return tuple(r for r in rows if r.prop in trusted and r.prop not in skip and r.seed in schedule
                      and r.spec_hash == trusted[r.prop] and r.fixture_digest == digest_)
 
     kept_base = keep(base_rows, base_digest, set())

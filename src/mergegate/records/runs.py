@@ -23,7 +23,8 @@ def parse_jsonl(text: str, source: str, seeds: Sequence[int] | None = None) -> l
             row = parse_row(line, source, number)
             if seeds is not None and row.seed not in seeds:
                 raise ConfigError(source, number, f"seed {row.seed} is not in the contract's seeds {list(seeds)}",
-                                  "rerun both trees with the contract's seed schedule")
+                                  "rerun both trees with the contract's seed schedule (shards' fresh seeds: "
+                                  "pass gate check --fresh-seeds)")
             rows.append(row)
     return rows
 
