@@ -40,7 +40,8 @@ def plain_cases(repo: Path, tests: str, pythonpath: str = "") -> dict[str, str]:
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "junit.xml"
         subprocess.run([sys.executable, "-m", "pytest", tests, "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-                        f"--junitxml={xml}"], cwd=repo, capture_output=True, text=True, check=False, env=env)
+                        "--continue-on-collection-errors", f"--junitxml={xml}"],
+                       cwd=repo, capture_output=True, text=True, check=False, env=env)
         root = ET.parse(xml).getroot()
     out: dict[str, str] = {}
     for case in root.iter("testcase"):
