@@ -132,3 +132,51 @@ def test_the_reason_is_one_short_line_and_the_shared_entry_still_parses() -> Non
                              trial.Outcome(trial.SHARED, "fail x: a # b: c\r\nd"))
     prop = catalog.parse_entry(text, "a.yaml")
     assert prop.isolation == "shared" and text.count(b"\n") == 5
+
+
+# Found adopting priority (docs/adoption.md, G1): ``@given`` above ``@settings`` is valid Hypothesis, and
+# plain pytest runs it; the gate rebuilt the test and applied the settings twice (InvalidArgument).
+DECORATED = '''\
+from decimal import Decimal
+
+from hypothesis import given, settings, strategies as st
+
+from shop.tax import tax_for
+
+
+@given(st.integers(0, 10_000))
+@settings(deadline=None, max_examples=7)
+def test_given_above_settings(cents):
+    assert tax_for(Decimal(cents) / 100, "0") == Decimal("0")
+
+
+@settings(deadline=None, max_examples=7)
+@given(st.integers(0, 10_000))
+def test_settings_above_given(cents):
+    assert tax_for(Decimal(cents) / 100, "0") == Decimal("0")
+'''
+
+
+@pytest.mark.parametrize("test", ["given_above_settings", "settings_above_given"])
+def test_given_above_settings_runs_sealed_with_its_own_settings(tmp_path: Path, test: str) -> None:
+    path = init_repo(tmp_path / "shop")
+    sign_and_commit(path, dict(project_files()), "the shop")
+    write(path, {"oracles/properties/test_decorators.py": DECORATED})
+    proc = gate(path, "catalog", "import")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"test_decorators.py::test_{test}  (hypothesis, sealed)" in proc.stdout, proc.stdout
+    base = sign_and_commit(path, {}, "catalog: adopt")
+    rows = tmp_path / "rows.jsonl"
+    assert gate(path, "run", "--rev", base, "--only", f"decorators.{test}", "--out", str(rows)).returncode == 0
+    got = [json.loads(line) for line in rows.read_text().splitlines()]
+    # its settings apply within the bounds: the catalog's max_examples (100) is a floor it cannot lower
+    assert {r["status"] for r in got} == {"pass"} and {r["examples"] for r in got} == {100}, got
+    tax = (path / "src/shop/tax.py").read_text()
+    assert "def tax_for(" in tax
+    bug = tax.replace("def tax_for(", "def _tax_for(") + (
+        "\n\ndef tax_for(amount, rate):\n    return _tax_for(amount, rate) + (Decimal('0.01') if amount > 50 else 0)\n")
+    head = commit(path, {"src/shop/tax.py": bug}, "tax: off by a cent", env=AGENT)
+    proc = gate(path, "check", "--base", base, "--head", head, "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    reasons = {p["prop"]: p["reason"] for p in json.loads(proc.stdout)["properties"]}
+    assert reasons[f"decorators.{test}"] == "regression", reasons

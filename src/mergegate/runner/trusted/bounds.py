@@ -40,6 +40,10 @@ def rebuild(counted: Any, handle: Any, fn: Any, job: dict[str, Any], given: Any,
     import inspect
 
     del counted.__wrapped__
+    # ``@given`` above ``@settings``: the body carries the settings' marks (copied by functools.wraps);
+    # the settings themselves are ``parent``, applied once below, so the marks go.
+    for mark in ("_hypothesis_internal_settings_applied", "_hypothesis_internal_use_settings"):
+        counted.__dict__.pop(mark, None)
     counted.__signature__ = inspect.signature(handle.inner_test)
     test = given(**handle._given_kwargs)(counted)
     explicit = getattr(fn, "hypothesis_explicit_examples", None)
