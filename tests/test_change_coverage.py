@@ -142,10 +142,15 @@ def props(data: dict) -> dict:  # type: ignore[type-arg]
     return {p["prop"]: p for p in data["properties"]}
 
 
+def honest(repo: Path) -> str:
+    """tax.py with its one computation split over two lines, every one of them run by prop.tax_round."""
+    return tax(repo).replace("    return (amount * Decimal(rate)).quantize(CENT, rounding=ROUND_HALF_UP)",
+                             "    exact = Decimal(rate) * amount\n"
+                             "    return exact.quantize(CENT, rounding=ROUND_HALF_UP)")
+
+
 def test_honest_patch_whose_lines_a_property_runs_is_admitted(shop: Path, tmp_path: Path) -> None:
-    new = tax(shop).replace("    return (amount * Decimal(rate)).quantize(CENT, rounding=ROUND_HALF_UP)",
-                            "    exact = Decimal(rate) * amount\n"
-                            "    return exact.quantize(CENT, rounding=ROUND_HALF_UP)")
+    new = honest(shop)
     head = agent_patch(shop, "honest", {TAX: new})
     out = tmp_path / "ev"
     code, data = check(shop, head, "--evidence", str(out))

@@ -15,7 +15,7 @@ import pytest
 
 from mergegate.demo import build
 from tests.helpers import gate
-from tests.test_change_coverage import TAX, agent_patch, drawn_inputs, lines_of, special_cased, tax
+from tests.test_change_coverage import TAX, agent_patch, drawn_inputs, honest, lines_of, special_cased, tax
 
 
 @pytest.fixture(scope="module")
@@ -97,9 +97,7 @@ def test_an_untested_change_through_shards_is_review_with_coverage_or_without(sh
 
 
 def test_an_honest_change_a_property_runs_is_admitted_through_shards(shop: Path, tmp_path: Path) -> None:
-    new = tax(shop).replace("    return (amount * Decimal(rate)).quantize(CENT, rounding=ROUND_HALF_UP)",
-                            "    exact = Decimal(rate) * amount\n"
-                            "    return exact.quantize(CENT, rounding=ROUND_HALF_UP)")
+    new = honest(shop)
     head = agent_patch(shop, "honest_sharded", {TAX: new})
     out = tmp_path / "ev"
     code, data = check(shop, head, *shard_rows(shop, head, tmp_path / "runs", fresh_seed(shop), shards=2),
