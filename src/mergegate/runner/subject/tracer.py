@@ -50,13 +50,21 @@ from typing import Any
 MAX_LINES = 200_000  # a report larger than this is cut (the evaluator bounds what it reads, too)
 PROBE = "__gate_lines__"  # the module global holding its file's probe list (no mangling: ends in __)
 Span = tuple[str, int | None]  # a field of a node, and the index in it when the field is a list
+BLOCKS = ("body", "orelse", "finalbody")
+SCOPES = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # the statements that may have a docstring
 
 
 def executable_lines(source: bytes, filename: str) -> frozenset[int] | None:
     """The lines of ``source`` that carry code (as ``rules/coverage.executable_lines``), or None."""
+    parsed = _parsed(source, filename)
+    return None if parsed is None else parsed[1]
+
+
+def _parsed(source: bytes, filename: str) -> tuple[ast.Module, frozenset[int]] | None:
+    """``source``'s tree (parsed once) and its executable lines, or None when it does not compile."""
     try:
-        code = compile(source, filename, "exec", dont_inherit=True)
         tree = ast.parse(source, filename)
+        code = compile(tree, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return None
     lines: set[int] = set()
@@ -65,12 +73,28 @@ def executable_lines(source: bytes, filename: str) -> frozenset[int] | None:
         co = stack.pop()
         lines.update(line for _start, _end, line in co.co_lines() if line is not None and line > 0)
         stack.extend(c for c in co.co_consts if isinstance(c, types.CodeType))
-    for node in ast.walk(tree):  # docstrings
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if _is_docstring(first):
-                lines.difference_update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
-    return frozenset(lines)
+    scopes: list[ast.AST] = [tree]
+    scopes.extend(s for s in _statements(tree.body) if isinstance(s, SCOPES))
+    for node in scopes:  # docstrings (only a module, class or function has one: all statements)
+        body = getattr(node, "body", None)
+        if body and _is_docstring(body[0]):
+            first = body[0]
+            lines.difference_update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    return tree, frozenset(lines)
+
+
+def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
+    """Every statement in ``body``, nested ones too (no expression holds a statement)."""
+    stack = list(body)
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        for field in BLOCKS:
+            value = getattr(stmt, field, None)
+            if isinstance(value, list):
+                stack.extend(value)
+        for clause in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+            stack.extend(clause.body)
 
 
 def _is_docstring(node: ast.stmt) -> bool:
@@ -95,7 +119,10 @@ def _lazy_fields(node: ast.AST) -> list[Span]:
 
 
 ANNOTATIONS = ("annotation", "returns")  # never rewritten: a string under ``from __future__ import annotations``
-BLOCKS = ("body", "orelse", "finalbody")
+LAZY = frozenset({ast.Lambda, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp, ast.IfExp, ast.BoolOp,
+                  ast.comprehension})  # the node types ``_lazy_fields`` names parts of
+UNLOCATED = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)  # no line, no parts
+NESTED = (ast.stmt, ast.excepthandler, ast.match_case)  # parts with probes of their own
 
 
 class Instrumenter:
@@ -117,27 +144,35 @@ class Instrumenter:
             annotation: bool = False) -> None:
         """The lines of ``node``'s own parts (not its nested statements), and its lazy parts (not walked)."""
         start = getattr(node, "lineno", None)
-        if isinstance(start, int):
+        if start is not None:
             lines.add(start)
-        lazy = set() if annotation else set(_lazy_fields(node))
+        lazy = _lazy_fields(node) if not annotation and type(node) in LAZY else ()
         leaf = True
-        for field, value in ast.iter_fields(node):
-            items = value if isinstance(value, list) else [value]
-            for i, child in enumerate(items):
-                if not isinstance(child, ast.AST):
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                items: Iterable[tuple[int | None, Any]] = enumerate(value)
+            elif isinstance(value, ast.AST):
+                items = ((None, value),)
+            else:
+                continue
+            inner = annotation or field in ANNOTATIONS
+            for index, child in items:
+                if not isinstance(child, ast.AST) or isinstance(child, UNLOCATED):
                     continue
-                leaf = leaf and not hasattr(child, "lineno")
-                if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                if leaf and hasattr(child, "lineno"):
+                    leaf = False
+                if isinstance(child, NESTED):
                     continue
-                index = i if isinstance(value, list) else None
-                if (field, index) in lazy:
+                if lazy and (field, index) in lazy:
                     lazies.append((node, field, index))
                 else:
-                    self.own(child, lines, lazies, annotation or field in ANNOTATIONS)
+                    self.own(child, lines, lazies, inner)
         end = getattr(node, "end_lineno", None)
-        if leaf and isinstance(start, int) and isinstance(end, int):
-            lines.update(range(start, end + 1))
-        elif isinstance(node, ast.Attribute) and isinstance(end, int):
+        if leaf and start is not None and end is not None:
+            if end != start:
+                lines.update(range(start, end + 1))
+        elif type(node) is ast.Attribute and end is not None:
             lines.add(end)  # ``x\n.name``: the attribute's load carries the name's line
 
     def block(self, body: list[ast.stmt], docstring: bool = False, module: bool = False) -> list[ast.stmt]:
@@ -240,15 +275,16 @@ class Instrumenter:
 
 
 def instrument(source: bytes, filename: str) -> tuple[types.CodeType, list[frozenset[int]]] | None:
-    """``source`` compiled with its probes, and the lines of each; None when it cannot be (unmeasured)."""
-    executable = executable_lines(source, filename)
-    if executable is None:
+    """``source`` compiled with its probes, and the lines of each; None when it cannot be (unmeasured).
+
+    Every node the probes add carries its location, so the tree compiles as it is."""
+    parsed = _parsed(source, filename)
+    if parsed is None:
         return None
-    tree = ast.parse(source, filename)
+    tree, executable = parsed
     inst = Instrumenter(executable)
     tree.body = inst.block(tree.body, docstring=True, module=True)
     inst.unowned()
-    ast.fix_missing_locations(tree)
     return compile(tree, filename, "exec", dont_inherit=True), inst.sites
 
 
