@@ -373,3 +373,55 @@ def test_production_gets_copies_of_oracle_objects_and_no_oracle_function_by_name
     finally:
         classdefs._trusted[:] = []
     assert reverse.module_name(channel, ["rmod", __name__, "SETTING"])[:2] == ["err", "AttributeError"]
+
+
+def tuplemod(subject: sandbox.Subject) -> Any:
+    """Production's tuple subclasses, hpack's ``HeaderTuple`` in small."""
+    tree = Path(subject.spec.tree) / "src"
+    (tree / "tuplemod.py").write_text(
+        "class HeaderTuple(tuple):\n"
+        "    __slots__ = ()\n    indexable = True\n"
+        "    def __new__(cls, *args):\n        return tuple.__new__(cls, args)\n"
+        "class NeverIndexed(HeaderTuple):\n"
+        "    __slots__ = ()\n    indexable = False\n"
+        "class Liar(tuple):\n"
+        "    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = tuple.__hash__\n"
+        "def decode():\n    return [HeaderTuple(':path', '/'), NeverIndexed('cookie', 'x')]\n"
+        "def encode(headers):\n"
+        "    return [(h[0], isinstance(h, NeverIndexed), type(h).__name__) for h in headers]\n")
+    channel = standins.Channel(subject.socket_path)
+    return channel, channel.request("import", "tuplemod")
+
+
+def test_a_production_tuple_subclass_keeps_its_type_and_compares_by_its_items(subject: sandbox.Subject) -> None:
+    """hpack's HeaderTuple: ``isinstance`` and its class attribute hold sealed, ``==``/``hash`` are the tuple's,
+    decided by the evaluator (its own lying ``__eq__`` is never asked), and one the oracle builds reaches
+    production as the production object it is."""
+    channel, mod = tuplemod(subject)
+    plain, never = mod.decode()
+    assert isinstance(plain, mod.HeaderTuple) and not isinstance(plain, mod.NeverIndexed)
+    header, asked = mod.HeaderTuple, channel.calls
+    for _ in range(100):  # hpack's stories: 430,000 headers; answered here from what came with each handle
+        assert plain == (":path", "/") and isinstance(plain, header) and len(plain) == 2
+        assert plain[0] == ":path" and list(never) == ["cookie", "x"] and hash(never) == hash(("cookie", "x"))
+    assert channel.calls == asked
+    assert isinstance(never, mod.NeverIndexed) and isinstance(never, mod.HeaderTuple)
+    assert isinstance(plain, tuple) and issubclass(mod.NeverIndexed, tuple)  # hpack's test_is_tuple
+    assert plain.indexable is True and never.indexable is False
+    assert plain == (":path", "/") and never != ("cookie", "y") and hash(plain) == hash((":path", "/"))
+    assert {(":path", "/"): 1}[plain] == 1 and plain in [(":path", "/")] and len(plain) == 2
+    name, value = never
+    assert (name, value) == ("cookie", "x") and never[1] == "x"
+    built = mod.NeverIndexed("authorization", "secret")
+    assert mod.encode([built, ("a", "b")]) == [("authorization", True, "NeverIndexed"), ("a", False, "tuple")]
+    assert mod.Liar((1, 2)) != (3, 4) and mod.Liar((1, 2)) == (1, 2)  # its items decide, not its __eq__
+
+
+class OraclePair(tuple):
+    """An oracle's own tuple subclass: production gets the tuple it is."""
+
+
+def test_an_oracle_tuple_subclass_reaches_production_as_a_tuple(subject: sandbox.Subject) -> None:
+    _channel, mod = tuplemod(subject)
+    assert mod.encode([OraclePair(("k", "v"))]) == [("k", False, "tuple")]

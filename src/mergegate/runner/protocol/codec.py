@@ -81,11 +81,15 @@ def _dict(value: dict[Any, Any], other: Other, depth: int) -> list[Any]:
 
 
 def _tuple(value: tuple[Any, ...], other: Other, depth: int) -> list[Any]:
+    if type(value) is tuple:
+        return ["t", *_items(tuple.__iter__(value), other, depth)]
     fields: Any = getattr(type(value), "_fields", None)
-    if type(value) is not tuple and _is_fields(fields) and type.__getattribute__(type(value), "__bases__") != (tuple,):
-        return other(value)  # a subclass of a named tuple (its own methods): the object stays where it is
+    if not _is_fields(fields) or type.__getattribute__(type(value), "__bases__") != (tuple,):
+        # a tuple subclass of its own (``class HeaderTuple(tuple)``, a named tuple's subclass with its
+        # methods): the object stays where it is, so its type, attributes and methods stay its own
+        return other(value)
     items = _items(tuple.__iter__(value), other, depth)
-    if type(value) is not tuple and _is_fields(fields) and len(fields) == len(items):
+    if len(fields) == len(items):
         return ["nt", str(type(value).__name__), list(fields), *items]
     return ["t", *items]
 
@@ -134,8 +138,9 @@ _FRACTION: dict[str, Any] = dict(vars(fractions.Fraction))
 _UUID: dict[str, Any] = dict(vars(uuid.UUID))
 
 # Subclasses of plain types travel as their base type's value, read with the base type's own
-# methods and descriptors (never the subclass's): what arrives is plain data.  datetime before
-# date: it is a subclass of it.
+# methods and descriptors (never the subclass's): what arrives is plain data.  Tuples are the
+# exception (``_tuple``): a subclass of its own stays a reference, and a comparison with it is
+# decided over its items (``snapshot.py``).  datetime before date: it is a subclass of it.
 _SUBCLASS_ENCODERS: list[tuple[type, Callable[[Any, Other, int], Any]]] = [
     (int, lambda v, o, d: encode(int.__int__(v), o, d)),
     (float, lambda v, o, d: float.__float__(v)),

@@ -136,3 +136,22 @@ def op_copy(s: Session, target: Any, deep: Any) -> list[Any]:
 
 OPS = {"snapshot": op_snapshot, "defclass": op_defclass, "pickle": op_pickle, "unpickle": op_unpickle,
        "copy": op_copy}
+
+
+_IMMUTABLE = (str, bytes, int, float, complex, bool, type(None))
+
+
+def _immutable(value: Any, depth: int = 0) -> bool:
+    kind = type(value)
+    return kind in _IMMUTABLE or (kind is tuple and depth < 20 and all(_immutable(v, depth + 1) for v in value))
+
+
+def frozen_tuple(obj: tuple[Any, ...], ref: Any) -> list[Any]:
+    """One of production's tuple subclasses described with its class and, when they are immutable plain
+    data, its items (``trusted/frozen.py``), and whether its class keeps ``tuple``'s own protocols."""
+    codec = importlib.import_module("_mergegate_protocol.codec")
+    kind = type(obj)
+    items = tuple(tuple.__iter__(obj))
+    plain = all(getattr(kind, name, None) is getattr(tuple, name) for name in ("__len__", "__iter__", "__getitem__"))
+    sent = codec.encode(items, ref) if len(items) <= 64 and _immutable(items) else None
+    return ["tuple", kind.__qualname__, ref(kind), sent, plain]

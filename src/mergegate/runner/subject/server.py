@@ -9,6 +9,7 @@ types.  This side only has to be correct for honest production code.
 """
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import importlib
 import importlib.util
@@ -152,11 +153,11 @@ def describe(obj: Any, ref: Callable[[Any], list[Any]]) -> list[Any]:
             bases = [c.__name__ for c in obj.__mro__ if c.__module__ == "builtins"]
             direct = [b.__name__ if b.__module__ == "builtins" else ref(b) for b in obj.__bases__]
             return ["exception", name, module, bases, direct]
-        import collections.abc
-
-        abcs = [n for n in collections.abc.__all__ if n != "ByteString"
-                and issubclass(obj, getattr(collections.abc, n))]
+        abcs = [n for n in collections.abc.__all__ if n != "ByteString"  # and "tuple": a base the stand-in has
+                and issubclass(obj, getattr(collections.abc, n))] + (["tuple"] if issubclass(obj, tuple) else [])
         return ["class", name, module, abcs, str(getattr(obj, "__name__", name))]
+    if issubclass(type(obj), tuple):  # production's own tuple subclass (plain tuples travel by value)
+        return OBJECTS.frozen_tuple(obj, ref)  # type: ignore[no-any-return]
     return ["callable" if callable(obj) else "object", type(obj).__qualname__]
 
 
@@ -279,8 +280,7 @@ def op_twin(s: Session) -> list[Any]:
 
 
 def op_affinity(s: Session, cpu: Any) -> list[Any]:
-    """Run this connection's process (and its twins) on the evaluator's core: a ping-pong on one
-    core is a direct switch, not a wake-up on another (``pool.pin``)."""
+    """This process (and its twins) on the evaluator's core: a ping-pong there is a direct switch (``pool.pin``)."""
     if type(cpu) is not int:
         raise TypeError("affinity takes one core number")
     os.sched_setaffinity(0, {cpu})

@@ -98,6 +98,7 @@ class Channel:
         self.proxies: dict[int, Any] = {}
         self.callbacks: list[Callable[..., Any]] = []
         self.methods: set[tuple[str, str]] = set()
+        self.subclasses: dict[tuple[int, int], bool] = {}  # issubclass of two production classes (``frozen.py``)
         self.mirrors: dict[int, tuple[type, Any]] = {}
         self.mirrored: dict[int, Any] = {}
         self.callback_ids: dict[int, int] = {}
@@ -246,6 +247,8 @@ class Channel:
             return ["cb", number, _params(obj)]
         if type(obj) in _VIEWS:  # a view of one of the oracle's dicts: its items, in order, by value
             return codec.encode(list(obj), self._ref)  # type: ignore[no-any-return]
+        if isinstance(obj, tuple):  # an oracle's own tuple subclass reaches production as the tuple it is
+            return codec.encode(tuple(tuple.__iter__(obj)), self._ref)  # type: ignore[no-any-return]
         if not isinstance(obj, type):  # an object of the oracle's: production's uses of a copy come back here
             number = len(self.callbacks)
             self.callbacks.append(_copy(obj))

@@ -45,3 +45,14 @@ class Method:
     @property
     def __signature__(self) -> inspect.Signature:
         return self.gate_read().__signature__  # type: ignore[no-any-return]
+
+
+def signature(handle: Any) -> inspect.Signature:
+    """A production callable's parameters, as the subject reads them (``Remote.__signature__``)."""
+    ch = _channel(handle)
+    params = ch.request("signature", ch.enc(handle))
+    out = []
+    for name, kind, has_default, default in params:
+        extra = {"default": ch.dec(default) if has_default else None} if has_default else {}
+        out.append(inspect.Parameter(str(name), inspect._ParameterKind(int(kind)), **extra))
+    return inspect.Signature(out)

@@ -17,7 +17,7 @@ import types
 from collections.abc import Callable
 from typing import Any, Literal
 
-from mergegate.runner.trusted import classdefs, hierarchy, methods, pickles, snapshots
+from mergegate.runner.trusted import classdefs, frozen, hierarchy, methods, pickles, snapshots
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
 
@@ -55,7 +55,7 @@ HARNESS = frozenset({
 class Remote:
     """An opaque handle to an object that stays in the subject; every use is a request."""
 
-    __slots__ = ("__weakref__", "_gate_ref", "_gate_type")
+    __slots__ = ("__weakref__", "_gate_frozen", "_gate_ref", "_gate_type")  # frozen: a tuple's (``frozen.py``)
 
     def __getattr__(self, name: str) -> Any:
         if name in HARNESS:
@@ -114,7 +114,8 @@ class Remote:
 
     @property  # type: ignore[misc]
     def __class__(self) -> Any:  # the production object's class, a stand-in (``type(x)`` stays Remote)
-        return channel_of(self).getattr(self, "__class__")
+        known = object.__getattribute__(self, "_gate_frozen")
+        return known.cls if known is not None else channel_of(self).getattr(self, "__class__")
 
     def __hash__(self) -> int:
         mine = _snap(self)
@@ -137,13 +138,19 @@ class Remote:
         return item in mine
 
     def __len__(self) -> int:
-        value = channel_of(self).op("len", self)
+        items = frozen.items(object.__getattribute__(self, "_gate_frozen"))
+        value = len(items) if items is not None else channel_of(self).op("len", self)
         if type(value) is not int or value < 0:
             raise TypeError("production returned a bad length")
         return value
 
     def __iter__(self) -> Any:
-        return channel_of(self).op("iter", self)
+        items = frozen.items(object.__getattribute__(self, "_gate_frozen"))
+        return iter(items) if items is not None else channel_of(self).op("iter", self)
+
+    def __getitem__(self, key: Any) -> Any:
+        items = frozen.items(object.__getattribute__(self, "_gate_frozen"))
+        return items[key] if items is not None else channel_of(self).op("getitem", self, key)
 
     def __next__(self) -> Any:
         return channel_of(self).op("next", self)
@@ -162,23 +169,16 @@ class Remote:
 
 
 def _snap(handle: Any) -> Any:
+    known = object.__getattribute__(handle, "_gate_frozen")
+    if known is not None and known.items is not None:
+        return known.items  # a tuple's items, sent with its handle: what its snapshot would say
     return snapshots.take(channel_of(handle), handle)
 
 
 Remote.gate_snapshot = staticmethod(_snap)  # type: ignore[attr-defined]
 
 
-def _signature(self: Any) -> inspect.Signature:
-    ch = channel_of(self)
-    params = ch.request("signature", ch.enc(self))
-    out = []
-    for name, kind, has_default, default in params:
-        extra = {"default": ch.dec(default) if has_default else None} if has_default else {}
-        out.append(inspect.Parameter(str(name), inspect._ParameterKind(int(kind)), **extra))
-    return inspect.Signature(out)
-
-
-Remote.__signature__ = property(_signature)  # type: ignore[assignment,method-assign]
+Remote.__signature__ = property(methods.signature)  # type: ignore[assignment,method-assign]
 
 
 def _is_remote(value: Any) -> bool:
@@ -246,7 +246,7 @@ for _name in ("lt", "le", "gt", "ge"):
     setattr(Remote, f"__{_name}__", _order(_name))
 setattr(Remote, "__divmod__", _forward("divmod", strict=True))  # noqa: B010
 setattr(Remote, "__rdivmod__", _forward("divmod", reflected=True, strict=True))  # noqa: B010
-for _name in ("neg", "pos", "abs", "invert", "index", "getitem", "setitem", "delitem", "int", "float",
+for _name in ("neg", "pos", "abs", "invert", "index", "setitem", "delitem", "int", "float",
               "complex", "format", "round", "bytes", "reversed"):
     setattr(Remote, f"__{_name}__", _forward(_name))
 setattr(Remote, "__dir__", lambda self: list(channel_of(self).op("dir", self)))  # noqa: B010
@@ -286,13 +286,17 @@ class RemoteType(type):
             return type.__subclasscheck__(cls, type(obj))
         if not _is_remote(obj):
             return False  # the evaluator's own value is never a production instance
+        known = object.__getattribute__(obj, "_gate_frozen") if type(obj) is Remote else None
+        if known is not None and type(known.cls) is RemoteType:
+            return cls.__subclasscheck__(known.cls)
         return channel_of(cls).op("isinstance", obj, cls) is True
 
     def __subclasscheck__(cls, sub: Any) -> bool:
         if type(sub) is RemoteType:
             if channel_of(sub) is not channel_of(cls):
                 return False  # classes of another subject (an ABC's registry holds both)
-            return sub is cls or channel_of(cls).op("issubclass", sub, cls) is True
+            return sub is cls or frozen.subclass(channel_of(cls), sub, cls,
+                                                 lambda: channel_of(cls).op("issubclass", sub, cls))
         return type.__subclasscheck__(cls, sub)
 
     def __iter__(cls) -> Any:
@@ -364,6 +368,8 @@ def make_proxy(ch: Link, number: int, desc: list[Any]) -> Any:
         bases: tuple[type, ...] = (object,)
         if kind == "exception" and len(desc) >= 4 and type(desc[3]) is list:
             bases = hierarchy.exception_bases(desc[3])
+        elif len(desc) >= 4 and type(desc[3]) is list and "tuple" in desc[3]:
+            bases = (tuple,)  # a production tuple subclass: ``isinstance(header, tuple)`` holds (``frozen.py``)
         name = desc[1].rpartition(".")[2] or "Production"
         if len(desc) == 5 and type(desc[4]) is str and desc[4].isidentifier():
             name = desc[4]  # its __name__, when production set one (a class made at run time)
@@ -380,5 +386,6 @@ def make_proxy(ch: Link, number: int, desc: list[Any]) -> Any:
         return cls
     proxy = object.__new__(Remote)
     object.__setattr__(proxy, "_gate_ref", (ch, number))
+    object.__setattr__(proxy, "_gate_frozen", frozen.make(ch, desc) if kind == "tuple" else None)
     object.__setattr__(proxy, "_gate_type", desc[1] if len(desc) > 1 and type(desc[1]) is str else "?")
     return proxy
