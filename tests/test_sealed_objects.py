@@ -12,6 +12,7 @@ import datetime as dt
 import enum
 import os
 import pickle
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -425,3 +426,26 @@ class OraclePair(tuple):
 def test_an_oracle_tuple_subclass_reaches_production_as_a_tuple(subject: sandbox.Subject) -> None:
     _channel, mod = tuplemod(subject)
     assert mod.encode([OraclePair(("k", "v"))]) == [("k", False, "tuple")]
+
+
+def test_a_production_regex_is_plain_data_and_a_byte_view_compares_as_its_bytes(subject: sandbox.Subject) -> None:
+    """natsort's parametrize table keys on compiled patterns (``hash``); hpack's raw decoder returns
+    ``memoryview``s that equal the bytes they hold. Both are decided here, by this side's own ``re`` and
+    ``bytes``; a pattern the oracle compiles reaches production as one."""
+    tree = Path(subject.spec.tree) / "src"
+    (tree / "viewmod.py").write_text(
+        "import re\n"
+        "NUMBER = re.compile(r'(\\d+)', re.ASCII)\n"
+        "def views():\n    return [(memoryview(b'key'), memoryview(b'value'))]\n"
+        "def writable():\n    return memoryview(bytearray(b'rw'))\n"
+        "def use(pattern, text):\n    return type(pattern).__name__, pattern.split(text)\n")
+    mod = standins.Channel(subject.socket_path).request("import", "viewmod")
+    number = mod.NUMBER
+    assert type(number) is type(re.compile("")) and number.flags & re.ASCII
+    assert {number: "int"}[re.compile(r"(\d+)", re.ASCII)] == "int" and number.split("a12b") == ["a", "12", "b"]
+    assert mod.use(re.compile(r"-"), "a-b") == ("Pattern", ["a", "b"])
+    (key, value), = mod.views()
+    assert type(key) is standins.Remote and key == b"key" and value != b"other" and hash(key) == hash(b"key")
+    assert key.tobytes() == b"key"  # still production's memoryview: its methods are its own
+    view = mod.writable()
+    assert view == b"rw" and view != b"wr"  # read at each comparison: what it holds then

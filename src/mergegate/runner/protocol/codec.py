@@ -6,8 +6,9 @@ the trusted evaluator imports it.  Both sides encode and decode with it.
 A value on the wire is JSON.  ``null``, booleans, small integers, floats and
 strings stand for themselves; every other value is an array whose first element
 is a tag (see ``_DECODERS``): tuples, lists, dicts, sets, bytes, big integers,
-``Decimal``, ``Fraction``, dates and times, ``UUID``, named tuples (rebuilt as
-the decoder's own ``namedtuple``), builtin types by name, and references to
+``Decimal``, ``Fraction``, dates and times, ``UUID``, compiled regular
+expressions (compiled again by the decoder's own ``re``), named tuples (rebuilt
+as the decoder's own ``namedtuple``), builtin types by name, and references to
 objects that stay on the side that owns them.
 
 Decoding never runs code the peer chose: each tag builds one of this side's own
@@ -25,12 +26,14 @@ import decimal
 import fractions
 import json
 import keyword
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 MAX_DEPTH = 100
 MAX_INT_HEX = 1 << 16  # hex digits of one integer (about 78,000 decimal digits)
+MAX_PATTERN = 1 << 16  # characters of one regular expression's source
 SMALL_INT = 1 << 53  # JSON numbers beyond this lose precision in many readers: tag them
 
 BUILTIN_TYPES = {t.__name__: t for t in (
@@ -132,6 +135,7 @@ _ENCODERS: dict[type, Callable[[Any, Other, int], Any]] = {
     range: lambda v, o, d: ["r", encode(v.start, o, d), encode(v.stop, o, d), encode(v.step, o, d)],
     slice: lambda v, o, d: ["sl", encode(v.start, o, d), encode(v.stop, o, d), encode(v.step, o, d)],
     type(...): lambda v, o, d: ["..."],
+    re.Pattern: lambda v, o, d: ["re", encode(v.pattern, o, d), v.flags],
 }
 
 _FRACTION: dict[str, Any] = dict(vars(fractions.Fraction))
@@ -254,6 +258,17 @@ def _dec_zoned(data: list[Any], resolve: Resolve, depth: int) -> dt.datetime:
     return dt.datetime.replace(wall, tzinfo=zone, fold=data[2])
 
 
+def _pattern(data: list[Any], resolve: Resolve, depth: int) -> re.Pattern[Any]:
+    """A compiled regular expression: its source and flags, compiled by this side's own ``re``."""
+    source: Any = decode(data[1], resolve, depth) if len(data) == 3 else None
+    if type(source) not in (str, bytes) or type(data[2]) is not int or len(source) > MAX_PATTERN:
+        raise CodecError("malformed regular expression")
+    try:
+        return re.compile(source, data[2])
+    except (re.error, ValueError, OverflowError) as exc:
+        raise CodecError(f"malformed regular expression: {exc}") from None
+
+
 def _number(value: Any) -> float:
     if type(value) not in (int, float):
         raise CodecError("malformed value: expected a number")
@@ -304,6 +319,7 @@ _DECODERS: dict[str, Callable[[list[Any], Resolve, int], Any]] = {
     "sl": lambda d, r, n: slice(*_each(d, r, n)),
     "...": lambda d, r, n: ...,
     "B": _dec_builtin,
+    "re": _pattern,
 }
 
 

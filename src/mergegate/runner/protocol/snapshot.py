@@ -32,6 +32,7 @@ descriptors; the state ``__reduce_ex__`` returns.  The walk is bounded (``Bounds
 
 from __future__ import annotations
 
+import re
 import time
 import types
 import weakref
@@ -44,6 +45,7 @@ KINDS = ("mapping", "set", "sequence", "collection", "enum", "fields", "identity
 MAX_NODES = 20_000
 MAX_DEPTH = 40
 MAX_SECONDS = 2.0
+MAX_VIEW_BYTES = 1 << 20  # a byte view this size or smaller is compared as the bytes it holds (Python's ``==``)
 
 _PLAIN_SCALARS = (type(None), bool, int, float, str)
 _BY_IDENTITY = (type, weakref.ref, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
@@ -88,6 +90,8 @@ class Walk:
     def _compound(self, obj: Any, kind: type) -> list[Any]:
         if kind in (list, tuple, set, frozenset, dict):
             return self._plain(obj, kind)
+        if kind is re.Pattern:
+            return ["v", encode(obj, _not_plain)]
         if issubclass(kind, _PLAIN_BASES):
             try:
                 return ["v", encode(obj, _not_plain)]
@@ -96,6 +100,8 @@ class Walk:
                     base = next(b for b in (dict, list, tuple, frozenset, set) if issubclass(kind, b))
                     return self._plain(obj, base)
                 raise
+        if kind is memoryview and obj.format == "B" and obj.nbytes <= MAX_VIEW_BYTES:
+            return ["v", ["b", memoryview.tobytes(obj).decode("latin-1")]]  # compared and hashed as its bytes
         if isinstance(obj, _BY_IDENTITY):
             return ["r", self.ref(obj)]
         flags = _flags(kind)
