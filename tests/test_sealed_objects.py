@@ -449,3 +449,23 @@ def test_a_production_regex_is_plain_data_and_a_byte_view_compares_as_its_bytes(
     assert key.tobytes() == b"key"  # still production's memoryview: its methods are its own
     view = mod.writable()
     assert view == b"rw" and view != b"wr"  # read at each comparison: what it holds then
+
+
+def test_paths_are_plain_data_both_ways(subject: sandbox.Subject) -> None:
+    """natsort: an oracle's ``pathlib`` path reaches production as a path (``os.fspath`` works there), and
+    production's come back as paths; a subclass of production's own stays a handle."""
+    tree = Path(subject.spec.tree) / "src"
+    (tree / "pathmod.py").write_text(
+        "import os, pathlib\n"
+        "class Mine(pathlib.PurePosixPath):\n    pass\n"
+        "def parts(p):\n    return type(p).__name__, os.fspath(p), p.parts\n"
+        "def made():\n    return [pathlib.PurePosixPath('a/10/x'), pathlib.PosixPath('/tmp'), Mine('m')]\n")
+    mod = standins.Channel(subject.socket_path).request("import", "pathmod")
+    import pathlib
+
+    assert mod.parts(pathlib.PurePosixPath("a/1/b")) == ("PurePosixPath", "a/1/b", ("a", "1", "b"))
+    assert mod.parts(pathlib.Path("/x/y")) == ("PosixPath", "/x/y", ("/", "x", "y"))
+    pure, concrete, mine = mod.made()
+    assert type(pure) is pathlib.PurePosixPath and str(pure) == "a/10/x" and pure == pathlib.PurePosixPath("a/10/x")
+    assert type(concrete) is pathlib.PosixPath and {concrete: 1}[pathlib.Path("/tmp")] == 1
+    assert type(mine) is standins.Remote and isinstance(mine, mod.Mine)

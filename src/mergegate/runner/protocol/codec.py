@@ -6,7 +6,7 @@ the trusted evaluator imports it.  Both sides encode and decode with it.
 A value on the wire is JSON.  ``null``, booleans, small integers, floats and
 strings stand for themselves; every other value is an array whose first element
 is a tag (see ``_DECODERS``): tuples, lists, dicts, sets, bytes, big integers,
-``Decimal``, ``Fraction``, dates and times, ``UUID``, compiled regular
+``Decimal``, ``Fraction``, dates and times, ``UUID``, ``pathlib`` paths, compiled regular
 expressions (compiled again by the decoder's own ``re``), named tuples (rebuilt
 as the decoder's own ``namedtuple``), builtin types by name, and references to
 objects that stay on the side that owns them.
@@ -26,6 +26,7 @@ import decimal
 import fractions
 import json
 import keyword
+import pathlib
 import re
 import uuid
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from typing import Any
 MAX_DEPTH = 100
 MAX_INT_HEX = 1 << 16  # hex digits of one integer (about 78,000 decimal digits)
 MAX_PATTERN = 1 << 16  # characters of one regular expression's source
+MAX_PATH = 1 << 16  # characters of one path
 SMALL_INT = 1 << 53  # JSON numbers beyond this lose precision in many readers: tag them
 
 BUILTIN_TYPES = {t.__name__: t for t in (
@@ -137,6 +139,11 @@ _ENCODERS: dict[type, Callable[[Any, Other, int], Any]] = {
     type(...): lambda v, o, d: ["..."],
     re.Pattern: lambda v, o, d: ["re", encode(v.pattern, o, d), v.flags],
 }
+# pathlib's own path classes (not subclasses): a path is its text; the receiving side's class holds it
+_PATHS: dict[str, type] = {c.__name__: c for c in (pathlib.PurePath, pathlib.PurePosixPath, pathlib.PureWindowsPath,
+                                                   pathlib.Path, pathlib.PosixPath, pathlib.WindowsPath)}
+_ENCODERS.update({c: lambda v, o, d: ["p", type(v).__name__, str(v)] for c in _PATHS.values()})
+EXACT = frozenset({re.Pattern, *_PATHS.values()})  # plain data only as exactly these types (a subclass stays a handle)
 
 _FRACTION: dict[str, Any] = dict(vars(fractions.Fraction))
 _UUID: dict[str, Any] = dict(vars(uuid.UUID))
@@ -269,6 +276,16 @@ def _pattern(data: list[Any], resolve: Resolve, depth: int) -> re.Pattern[Any]:
         raise CodecError(f"malformed regular expression: {exc}") from None
 
 
+def _path(data: list[Any], resolve: Resolve, depth: int) -> pathlib.PurePath:
+    cls, text = _PATHS.get(_text(data[1])), _text(data[2]) if len(data) == 3 else None
+    if cls is None or text is None or len(text) > MAX_PATH:
+        raise CodecError("malformed path")
+    try:
+        return cls(text)  # type: ignore[no-any-return]
+    except NotImplementedError:  # a Windows path on POSIX (or the reverse): this side cannot make one
+        raise CodecError(f"cannot make a {data[1]} here") from None
+
+
 def _number(value: Any) -> float:
     if type(value) not in (int, float):
         raise CodecError("malformed value: expected a number")
@@ -320,6 +337,7 @@ _DECODERS: dict[str, Callable[[list[Any], Resolve, int], Any]] = {
     "...": lambda d, r, n: ...,
     "B": _dec_builtin,
     "re": _pattern,
+    "p": _path,
 }
 
 

@@ -32,14 +32,13 @@ descriptors; the state ``__reduce_ex__`` returns.  The walk is bounded (``Bounds
 
 from __future__ import annotations
 
-import re
 import time
 import types
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence, Set
 from typing import Any
 
-from .codec import _PLAIN_BASES, CodecError, encode
+from .codec import _PLAIN_BASES, EXACT, CodecError, encode
 
 KINDS = ("mapping", "set", "sequence", "collection", "enum", "fields", "identity", "opaque")
 MAX_NODES = 20_000
@@ -90,7 +89,7 @@ class Walk:
     def _compound(self, obj: Any, kind: type) -> list[Any]:
         if kind in (list, tuple, set, frozenset, dict):
             return self._plain(obj, kind)
-        if kind is re.Pattern:
+        if kind in EXACT:  # a compiled pattern, a path: plain data
             return ["v", encode(obj, _not_plain)]
         if issubclass(kind, _PLAIN_BASES):
             try:
