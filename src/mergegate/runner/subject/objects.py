@@ -134,8 +134,26 @@ def op_copy(s: Session, target: Any, deep: Any) -> list[Any]:
     return ["ok", s.enc(copy.deepcopy(obj) if deep is True else copy.copy(obj))]
 
 
-OPS = {"snapshot": op_snapshot, "defclass": op_defclass, "pickle": op_pickle, "unpickle": op_unpickle,
-       "copy": op_copy}
+def op_signature(s: Session, target: Any) -> list[Any]:
+    """A callable's parameters: name, kind, default, and the annotation when it is a class (``int``, a
+    production class; what ``st.builds``/``st.from_type`` draw for it), string annotations resolved here."""
+    import inspect
+
+    obj = s.dec(target)
+    try:
+        sig = inspect.signature(obj, eval_str=True)
+    except Exception:  # an annotation that does not resolve: the parameters without it
+        sig = inspect.signature(obj)
+    params = []
+    for p in sig.parameters.values():
+        default = None if p.default is p.empty else s.enc(p.default)
+        note = s.enc(p.annotation) if isinstance(p.annotation, type) and p.annotation is not p.empty else None
+        params.append([p.name, int(p.kind), p.default is not p.empty, default, note])
+    return ["ok", params]
+
+
+OPS = {"signature": op_signature, "snapshot": op_snapshot, "defclass": op_defclass, "pickle": op_pickle,
+       "unpickle": op_unpickle, "copy": op_copy}
 
 
 _IMMUTABLE = (str, bytes, int, float, complex, bool, type(None))

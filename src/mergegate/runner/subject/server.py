@@ -241,17 +241,6 @@ def op_op(s: Session, name: str, args: Any) -> list[Any]:
     return ["ok", s.enc(fn(*s.dec(args)))]
 
 
-def op_signature(s: Session, target: Any) -> list[Any]:
-    import inspect
-
-    sig = inspect.signature(s.dec(target))
-    params = []
-    for p in sig.parameters.values():
-        default = None if p.default is p.empty else s.enc(p.default)
-        params.append([p.name, int(p.kind), p.default is not p.empty, default])
-    return ["ok", params]
-
-
 def op_twin(s: Session) -> list[Any]:
     """Fork this connection's process into a twin with the same objects, served on a new socket.
 
@@ -305,7 +294,7 @@ def start_tracer(files: list[str]) -> None:
 OPS: dict[str, Callable[..., list[Any]]] = {
     "affinity": op_affinity, "lines": op_lines,
     "import": op_import, "getattr": op_getattr, "setattr": op_setattr, "delattr": op_delattr,
-    "call": op_call, "callattr": op_callattr, "op": op_op, "signature": op_signature, "twin": op_twin,
+    "call": op_call, "callattr": op_callattr, "op": op_op, "twin": op_twin,
 }
 
 

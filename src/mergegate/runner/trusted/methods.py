@@ -48,11 +48,14 @@ class Method:
 
 
 def signature(handle: Any) -> inspect.Signature:
-    """A production callable's parameters, as the subject reads them (``Remote.__signature__``)."""
+    """A production callable's or class's parameters, as the subject reads them (``__signature__``)."""
     ch = _channel(handle)
-    params = ch.request("signature", ch.enc(handle))
+    params = ch.raw("signature", ch.enc(handle))  # plain JSON: the defaults and annotations decoded below
     out = []
-    for name, kind, has_default, default in params:
-        extra = {"default": ch.dec(default) if has_default else None} if has_default else {}
+    for name, kind, has_default, default, *note in params:
+        extra: dict[str, Any] = {"default": ch.dec(default)} if has_default else {}
+        annotation = ch.dec(note[0]) if note and note[0] is not None else None
+        if isinstance(annotation, type):  # a class (the evaluator's int, a production class's stand-in)
+            extra["annotation"] = annotation
         out.append(inspect.Parameter(str(name), inspect._ParameterKind(int(kind)), **extra))
     return inspect.Signature(out)

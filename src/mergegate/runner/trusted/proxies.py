@@ -281,6 +281,10 @@ class RemoteType(type):
             raise AttributeError(name)  # Python's own probes (e.g. __set_name__) and the harness's stay local
         return channel_of(cls).getattr(cls, name)
 
+    @property
+    def __signature__(cls) -> inspect.Signature:  # ``st.builds``/``st.from_type``: the production class's own
+        return methods.signature(cls)
+
     def __instancecheck__(cls, obj: Any) -> bool:
         if type(type(obj)) is RemoteType:  # an exception raised here from a production class: its real classes
             return type.__subclasscheck__(cls, type(obj))
