@@ -1192,7 +1192,32 @@ def _hide(amount, rate, tax):
     return tax
 """
 
+# A production tuple subclass stays a handle whose comparisons the evaluator decides over its items:
+# one that says it equals anything, rounds to itself and subtracts to zero still fails.
+TUPLE_LIAR = '''
+from decimal import Decimal as _D
+
+
+class _Tax(tuple):
+    def __eq__(self, other):
+        return True
+    __hash__ = tuple.__hash__
+    def __len__(self):
+        return 0
+    def quantize(self, *args, **kwargs):
+        return self
+    def __sub__(self, other):
+        return _D(0)
+    __rsub__ = __sub__
+
+
+def _hide(amount, rate, tax):
+    return _Tax((tax, "pass"))
+'''
+
 MORE_ATTACKS: dict[str, tuple[dict[str, str | bytes | None], str | None]] = {
+    "a tuple subclass that equals anything, rounds to itself and subtracts to zero": (
+        {"src/shop/tax.py": tricked_tax(TUPLE_LIAR)}, "prop.tax_round"),
     "/proc snooping, killing the evaluator, connecting to its socket": (
         {"src/shop/tax.py": tricked_tax(PROC_SNOOP)}, "prop.tax_round"),
     "monkeypatched json in the subject rewrites replies": (

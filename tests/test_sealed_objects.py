@@ -311,9 +311,14 @@ def test_a_method_read_and_called_is_one_request_and_still_a_value(prod: Any) ->
     assert prod.use.__name__ == "use"  # a function, not a method of a production object: read as before
 
 
+def production_module(subject: sandbox.Subject, name: str, source: str) -> standins.Channel:
+    """``source`` as production module ``name`` in the subject's tree, and a fresh connection to import it."""
+    (Path(subject.spec.tree) / "src" / f"{name}.py").write_text(source)
+    return standins.Channel(subject.socket_path)
+
+
 def test_collections_and_named_tuple_subclasses(subject: sandbox.Subject, tmp_path: Path) -> None:
-    tree = Path(subject.spec.tree) / "src"
-    (tree / "bagmod.py").write_text(
+    channel = production_module(subject, "bagmod",
         "import collections, collections.abc\n"
         "class Bag(collections.abc.Collection):\n"
         "    def __init__(self, items):\n        self.items = list(items)\n"
@@ -324,7 +329,6 @@ def test_collections_and_named_tuple_subclasses(subject: sandbox.Subject, tmp_pa
         "    __hash__ = None\n"
         "class Pair(collections.namedtuple('Pair', 'a b')):\n"
         "    def swapped(self):\n        return Pair(self.b, self.a)\n")
-    channel = standins.Channel(subject.socket_path)
     bags = channel.request("import", "bagmod")
     assert bags.Bag([1, 2, 2]) == bags.Bag([2, 1, 2]) and bags.Bag([1, 2]) != bags.Bag([1, 2, 2])
     assert 2 in bags.Bag([1, 2]) and 3 not in bags.Bag([1, 2]) and not bags.Bag([]) and bags.Bag([0])
@@ -378,8 +382,7 @@ def test_production_gets_copies_of_oracle_objects_and_no_oracle_function_by_name
 
 def tuplemod(subject: sandbox.Subject) -> Any:
     """Production's tuple subclasses, hpack's ``HeaderTuple`` in small."""
-    tree = Path(subject.spec.tree) / "src"
-    (tree / "tuplemod.py").write_text(
+    channel = production_module(subject, "tuplemod",
         "class HeaderTuple(tuple):\n"
         "    __slots__ = ()\n    indexable = True\n"
         "    def __new__(cls, *args):\n        return tuple.__new__(cls, args)\n"
@@ -391,7 +394,6 @@ def tuplemod(subject: sandbox.Subject) -> Any:
         "def decode():\n    return [HeaderTuple(':path', '/'), NeverIndexed('cookie', 'x')]\n"
         "def encode(headers):\n"
         "    return [(h[0], isinstance(h, NeverIndexed), type(h).__name__) for h in headers]\n")
-    channel = standins.Channel(subject.socket_path)
     return channel, channel.request("import", "tuplemod")
 
 
@@ -432,14 +434,13 @@ def test_a_production_regex_is_plain_data_and_a_byte_view_compares_as_its_bytes(
     """natsort's parametrize table keys on compiled patterns (``hash``); hpack's raw decoder returns
     ``memoryview``s that equal the bytes they hold. Both are decided here, by this side's own ``re`` and
     ``bytes``; a pattern the oracle compiles reaches production as one."""
-    tree = Path(subject.spec.tree) / "src"
-    (tree / "viewmod.py").write_text(
+    channel = production_module(subject, "viewmod",
         "import re\n"
         "NUMBER = re.compile(r'(\\d+)', re.ASCII)\n"
         "def views():\n    return [(memoryview(b'key'), memoryview(b'value'))]\n"
         "def writable():\n    return memoryview(bytearray(b'rw'))\n"
         "def use(pattern, text):\n    return type(pattern).__name__, pattern.split(text)\n")
-    mod = standins.Channel(subject.socket_path).request("import", "viewmod")
+    mod = channel.request("import", "viewmod")
     number = mod.NUMBER
     assert type(number) is type(re.compile("")) and number.flags & re.ASCII
     assert {number: "int"}[re.compile(r"(\d+)", re.ASCII)] == "int" and number.split("a12b") == ["a", "12", "b"]
@@ -454,13 +455,12 @@ def test_a_production_regex_is_plain_data_and_a_byte_view_compares_as_its_bytes(
 def test_paths_are_plain_data_both_ways(subject: sandbox.Subject) -> None:
     """natsort: an oracle's ``pathlib`` path reaches production as a path (``os.fspath`` works there), and
     production's come back as paths; a subclass of production's own stays a handle."""
-    tree = Path(subject.spec.tree) / "src"
-    (tree / "pathmod.py").write_text(
+    channel = production_module(subject, "pathmod",
         "import os, pathlib\n"
         "class Mine(pathlib.PurePosixPath):\n    pass\n"
         "def parts(p):\n    return type(p).__name__, os.fspath(p), p.parts\n"
         "def made():\n    return [pathlib.PurePosixPath('a/10/x'), pathlib.PosixPath('/tmp'), Mine('m')]\n")
-    mod = standins.Channel(subject.socket_path).request("import", "pathmod")
+    mod = channel.request("import", "pathmod")
     import pathlib
 
     assert mod.parts(pathlib.PurePosixPath("a/1/b")) == ("PurePosixPath", "a/1/b", ("a", "1", "b"))
@@ -480,14 +480,13 @@ def test_st_from_type_and_builds_draw_production_classes_from_their_annotations(
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    tree = Path(subject.spec.tree) / "src"
-    (tree / "typedmod.py").write_text(
+    channel = production_module(subject, "typedmod",
         "from __future__ import annotations\nimport dataclasses\n"
         "@dataclasses.dataclass(frozen=True)\nclass Point:\n    x: int\n    y: int\n"
         "class Line:\n    def __init__(self, start: Point, end: Point, label: str = ''):\n"
         "        self.start, self.end, self.label = start, end, label\n"
         "def scale(p: Point, k: int = 2) -> Point:\n    return Point(p.x * k, p.y * k)\n")
-    mod = standins.Channel(subject.socket_path).request("import", "typedmod")
+    mod = channel.request("import", "typedmod")
     point, line = mod.Point, mod.Line
     assert str(inspect.signature(point)) == "(x: int, y: int)"
     assert list(inspect.signature(mod.scale).parameters) == ["p", "k"]
