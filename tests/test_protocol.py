@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mergegate.runner.protocol import codec
+from mergegate.runner.protocol import codec, wire
 from mergegate.runner.subject import sandbox
 from mergegate.runner.trusted import standins
 
@@ -33,7 +33,7 @@ def no_resolve(data: list[Any]) -> Any:
 
 
 def roundtrip(value: Any) -> Any:
-    return codec.decode(codec.loads(codec.dumps(codec.encode(value, no_refs))), no_resolve)
+    return codec.decode(wire.loads(wire.dumps(codec.encode(value, no_refs))), no_resolve)
 
 
 scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
@@ -108,7 +108,7 @@ def test_subclasses_of_plain_types_arrive_as_the_plain_type() -> None:
 ])
 def test_malformed_messages_are_codec_errors(message: bytes) -> None:
     with pytest.raises(codec.CodecError):
-        codec.decode(codec.loads(message), no_resolve)
+        codec.decode(wire.loads(message), no_resolve)
 
 
 def test_recursive_and_overdeep_values_are_refused() -> None:

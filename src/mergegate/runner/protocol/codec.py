@@ -19,18 +19,18 @@ evaluated.  Sizes and depth are bounded; anything malformed is a ``CodecError``.
 
 from __future__ import annotations
 
-import builtins
 import collections
 import datetime as dt
 import decimal
 import fractions
-import json
 import keyword
 import pathlib
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from . import identity
 
 MAX_DEPTH = 100
 MAX_INT_HEX = 1 << 16  # hex digits of one integer (about 78,000 decimal digits)
@@ -54,8 +54,15 @@ class CodecError(Exception):
 Other = Callable[[Any], list[Any]]  # an object that is not plain data -> its reference array
 
 
+SAME = identity.Identity(0)  # this process's table of named values (``identity.py``); its connection's owner sets it
+
+
 def encode(value: Any, other: Other, depth: int = 0) -> Any:
     """``value`` as a JSON-ready structure; ``other`` encodes what is not plain data."""
+    if SAME.names:
+        name = SAME.names.get(id(value))
+        if name is not None:
+            return ["~", name]
     kind = type(value)
     if value is None or kind is bool or kind is str or kind is float:
         return value
@@ -71,6 +78,37 @@ def encode(value: Any, other: Other, depth: int = 0) -> Any:
             if issubclass(kind, base):
                 return enc(value, other, depth + 1)
     return builtin_type(value) or other(value)
+
+
+def encode_call(args: Sequence[Any], kwargs: dict[str, Any] | None, other: Other) -> tuple[list[Any], list[Any]]:
+    """A request's arguments (and keyword arguments): each top-level immutable plain value the peer has not seen
+    goes named (``["=", name, value]``, ``identity.py``), so it can come back as itself.  All or nothing: a value
+    that cannot be encoded takes back the names given before it."""
+    given: list[int] = []
+
+    def named(value: Any) -> Any:
+        data = encode(value, other)
+        name = None if type(data) is list and data[:1] == ["~"] else SAME.add(value)
+        if name is None:
+            return data
+        given.append(name)
+        return ["=", name, data]
+
+    try:
+        return ["l", *map(named, args)], ["d", *(x for k, v in (kwargs or {}).items() for x in (k, named(v)))]
+    except BaseException:
+        SAME.forget(given)
+        raise
+
+
+def _named(data: list[Any], resolve: Resolve, depth: int) -> Any:
+    if len(data) != 3:
+        raise CodecError("malformed named value")
+    value = decode(data[2], resolve, depth)
+    if type(value) is float:  # a fresh object: ``json`` decodes every NaN and infinity as one shared constant
+        value = value * 1.0
+    SAME.learn(data[1], value)
+    return value
 
 
 def _items(values: Any, other: Other, depth: int) -> list[Any]:
@@ -338,34 +376,7 @@ _DECODERS: dict[str, Callable[[list[Any], Resolve, int], Any]] = {
     "B": _dec_builtin,
     "re": _pattern,
     "p": _path,
+    "=": _named,
+    "~": lambda d, r, n: SAME.get(d[1]) if len(d) == 2 else SAME.get(None),
 }
 
-
-# ---------------------------------------------------------------- messages
-
-MAX_MESSAGE = 64 << 20
-
-
-_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # built once: a message per call
-
-
-def dumps(message: Any) -> bytes:
-    """One message as compact JSON bytes (NaN and infinities allowed, as Python writes them)."""
-    try:
-        return _JSON.encode(message).encode("utf-8", "surrogatepass")
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise CodecError(f"cannot write the message: {exc}") from None
-
-
-def loads(data: bytes) -> Any:
-    """One message parsed from JSON bytes; anything malformed is a ``CodecError``."""
-    if len(data) > MAX_MESSAGE:
-        raise CodecError(f"message of {len(data)} bytes is over the {MAX_MESSAGE}-byte limit")
-    try:
-        return json.loads(data.decode("utf-8", "surrogatepass"))
-    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
-        raise CodecError(f"malformed message: {type(exc).__name__}: {str(exc)[:200]}") from None
-
-
-def is_builtin_name(name: Any) -> bool:
-    return type(name) is str and isinstance(getattr(builtins, name, None), type)

@@ -10,12 +10,37 @@ serves the peer's requests until its own reply arrives.
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 from collections.abc import Callable
 from typing import Any
 
 # Relative: the subject loads this folder as a private package (see subject/server.py).
-from .codec import MAX_MESSAGE, CodecError, dumps, loads
+from .codec import CodecError
+
+MAX_MESSAGE = 64 << 20
+
+
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # built once: a message per call
+
+
+def dumps(message: Any) -> bytes:
+    """One message as compact JSON bytes (NaN and infinities allowed, as Python writes them)."""
+    try:
+        return _JSON.encode(message).encode("utf-8", "surrogatepass")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise CodecError(f"cannot write the message: {exc}") from None
+
+
+def loads(data: bytes) -> Any:
+    """One message parsed from JSON bytes; anything malformed is a ``CodecError``."""
+    if len(data) > MAX_MESSAGE:
+        raise CodecError(f"message of {len(data)} bytes is over the {MAX_MESSAGE}-byte limit")
+    try:
+        return json.loads(data.decode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
+        raise CodecError(f"malformed message: {type(exc).__name__}: {str(exc)[:200]}") from None
+
 
 REPLIES = ("ok", "err")
 MAX_NESTING = 64  # requests served inside one wait: a call/callback ping-pong stops here

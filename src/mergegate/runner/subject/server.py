@@ -64,6 +64,7 @@ class Session:
         self.objects: dict[int, Any] = {}
         self.ids: dict[int, int] = {}
         self.endpoint: Any = None
+        codec.SAME = codec.identity.Identity(1)  # plain values named on this connection (``identity.py``)
 
     # -- values
 
@@ -180,7 +181,8 @@ class Callback:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         s = self.session
-        return OBJECTS.answer(s, s.endpoint.request(["callback", self.number, s.enc(list(args)), s.enc(kwargs)]))
+        args_data, kwargs_data = s.codec.encode_call(args, kwargs, s.ref)  # named: identity.py
+        return OBJECTS.answer(s, s.endpoint.request(["callback", self.number, args_data, kwargs_data]))
 
 
 def op_import(s: Session, name: str) -> list[Any]:

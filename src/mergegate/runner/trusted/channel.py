@@ -15,7 +15,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mergegate.runner.protocol import codec, wire
+from mergegate.runner.protocol import codec, identity, wire
 from mergegate.runner.trusted import classdefs, reverse, zones
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError, SubjectGone
 from mergegate.runner.trusted.methods import Method
@@ -105,6 +105,7 @@ class Channel:
         self.sticky: list[BaseException] = []
         self.calls = 0
         self.waited = 0.0  # seconds inside requests: production's work and the round trips
+        codec.SAME = identity.Identity(0)  # plain values named on this connection (one channel per process)
 
     # -- the connection
 
@@ -117,6 +118,7 @@ class Channel:
                 sock.close()
                 raise SubjectGone(f"cannot reach the subject process: {exc}") from None
             self.endpoint = wire.Endpoint(sock, self._serve_callback)
+            codec.SAME = identity.Identity(0)  # a fresh subject process knows no names
             self._share_core()
         return self.endpoint
 
@@ -218,6 +220,14 @@ class Channel:
     def enc(self, value: Any) -> Any:
         try:
             return codec.encode(value, self._ref)
+        except codec.CodecError as exc:
+            raise SealedCallError(f"{exc}; sealed calls carry plain data, production objects and callables "
+                                  "(or mark the property isolation: shared)") from None
+
+    def args(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> tuple[list[Any], list[Any]]:
+        """A request's arguments, their immutable plain values named (``identity.py``: ``f(x) is x`` holds)."""
+        try:
+            return codec.encode_call(args, kwargs, self._ref)
         except codec.CodecError as exc:
             raise SealedCallError(f"{exc}; sealed calls carry plain data, production objects and callables "
                                   "(or mark the property isolation: shared)") from None
@@ -351,10 +361,10 @@ class Channel:
 
     def call(self, target: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         # Arguments are copies: production can never write into the property's own values.
-        return self.request("call", self.enc(target), self.enc(list(args)), self.enc(kwargs))
+        return self.request("call", self.enc(target), *self.args(args, kwargs))
 
     def op(self, name: str, *args: Any) -> Any:
-        return self.request("op", name, self.enc(list(args)))
+        return self.request("op", name, self.args(args)[0])
 
     def getattr(self, target: Any, name: str) -> Any:
         return self.request("getattr", self.enc(target), name)

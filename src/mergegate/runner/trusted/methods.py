@@ -23,7 +23,7 @@ class Method:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         ch = _channel(self._gate_self)
-        return ch.request("callattr", ch.enc(self._gate_self), self._gate_name, ch.enc(list(args)), ch.enc(kwargs))
+        return ch.request("callattr", ch.enc(self._gate_self), self._gate_name, *ch.args(args, kwargs))
 
     def gate_read(self) -> Any:
         if self._gate_value is None:

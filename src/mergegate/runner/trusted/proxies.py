@@ -71,7 +71,7 @@ class Remote:
         return value
 
     def __setattr__(self, name: str, value: Any) -> None:
-        channel_of(self).request("setattr", channel_of(self).enc(self), name, channel_of(self).enc(value))
+        channel_of(self).request("setattr", channel_of(self).enc(self), name, channel_of(self).args([value])[0][1])
 
     def __delattr__(self, name: str) -> None:
         channel_of(self).request("delattr", channel_of(self).enc(self), name)
