@@ -1,12 +1,17 @@
-"""Sealed runs of one oracle file are collected once and forked per property x seed (runner/trusted/group.py).
+"""Sealed runs of one oracle file are collected once and run in one trusted process, each against a fresh twin
+(runner/trusted/group.py, inplace.py).
 
 What must hold, through the real ``gate run`` on a real repository (bubblewrap containment):
 
 - the file is collected (its module body run) once per side, not once per run;
-- each run is still a fresh process on both sides: a run never sees the trusted-side or the
-  production-side state another run left, and every run meets production as collection left it
-  (an object the oracle made at import time is there, untouched by the other runs);
-- a run that hangs or kills its production process fails alone: the file's other runs pass;
+- each run meets a fresh production process: a run never sees the production-side state another
+  run left, and every run meets production as collection left it (an object the oracle made at
+  import time is there, untouched by the other runs); the trusted side is one process per file, as a
+  pytest session is;
+- a production object an oracle cache kept from an earlier run is refused in a later one, never
+  taken for another object of the later run's twin;
+- a run that hangs, kills its production process or ends its trusted process fails alone: the file's
+  other runs pass;
 - hostile production that answers the twin request with something other than one socket, or that
   kills the collection's own process, makes the runs after it fail (closed), and nothing hangs;
 - the schedule: a file's runs in units of at most ``GROUP_MAX``, split while evaluators would idle,
@@ -78,18 +83,16 @@ with LOG.open("a") as log:  # the oracle is trusted: it may count its own collec
     log.write("collect\\n")
 BOX = state.Box()  # made at collection, in the production process every run is a twin of
 COLLECTION_PID = state.pid()
-FIRST = []
+KEPT = []  # an oracle cache across runs (a trusted module global)
 
 
 def first_example(name):
-    """Once per run (per process): production and the trusted side are as collection left them."""
-    if FIRST:
-        return
-    FIRST.append(name)
+    """Once per run: production is as collection left it (the first bump of a fresh twin is 1)."""
+    if state.bump() != 1:
+        return  # a later example of the same run
     with LOG.open("a") as log:
-        log.write(f"run {name} {os.getpid()}\\n")
+        log.write(f"run {name} {os.getpid()} {state.pid()}\\n")
         log.write(f"cores {name} {sorted(os.sched_getaffinity(0))} {state.cores()}\\n".replace(", ", ","))
-    assert state.bump() == 1, "production state another run left"
     assert BOX.add(name) == 1, "the collection's object, as another run left it"
     assert state.ppid() == COLLECTION_PID, "not a twin of the collection's production process"
     assert state.pid() != COLLECTION_PID
@@ -115,12 +118,33 @@ def test_hang():
 
 def test_crash():
     state.crash()
+
+
+def test_keep():
+    """A production object kept from an earlier run names nothing in this one."""
+    if KEPT:
+        with LOG.open("a") as log:
+            try:
+                KEPT[0].add(1)
+                log.write("kept: used\\n")
+            except Exception as exc:
+                log.write(f"kept: {type(exc).__name__}: {exc}\\n")
+    KEPT.append(state.Box())
+
+
+def test_exit():
+    os._exit(9)  # the trusted process itself ends
+
+
+def test_fixture():
+    assert Path(__file__).parent.parent.joinpath("fixtures", "data.txt").read_text() == "data"
 '''
 
 ENTRY = ("id: {pid}\noracle: oracles/properties/test_state.py::{fn}\nclaim: \"{pid}\"\ncanary: false\n"
          "quarantine_eligible: false\nfixtures: []\nmax_examples: 5\ncovers: [\"src/box/**\"]\n")
 PROPS = {"prop.a": "test_a", "prop.b": "test_b", "prop.plain": "test_plain", "prop.hang": "test_hang",
-         "prop.crash": "test_crash"}
+         "prop.crash": "test_crash", "prop.keep": "test_keep", "prop.keep2": "test_keep", "prop.exit": "test_exit",
+         "prop.kept_fixture": "test_fixture"}
 
 
 def make_repo(path: Path, log: Path, production: str = STATE) -> Path:
@@ -136,6 +160,9 @@ def make_repo(path: Path, log: Path, production: str = STATE) -> Path:
     }
     for pid, fn in PROPS.items():
         files[f"oracles/catalog/{pid}.yaml"] = ENTRY.format(pid=pid, fn=fn)
+    files["oracles/fixtures/data.txt"] = "data"
+    files["oracles/catalog/prop.kept_fixture.yaml"] = ENTRY.format(pid="prop.kept_fixture", fn="test_fixture").replace(
+        "fixtures: []", 'fixtures: ["oracles/fixtures/data.txt"]')
     sign_and_commit(repo, files, "production and oracles")
     return repo
 
@@ -161,19 +188,30 @@ def honest(tmp_path_factory: pytest.TempPathFactory, bwrap_works: bool) -> tuple
 def test_the_file_is_collected_once_per_side(honest: tuple[dict[Any, Any], list[str]]) -> None:
     rows, log = honest
     assert rows[("prop.a", 11)]["status"] == "pass", rows[("prop.a", 11)]
-    assert log.count("collect") == 1, log
+    # once, and again for the runs after each of the two runs that ended their collector (prop.exit, prop.hang)
+    assert log.count("collect") == 3, log
 
 
 @pytest.mark.parametrize("prop", ["prop.a", "prop.b", "prop.plain"])
-def test_each_run_is_fresh_on_both_sides(honest: tuple[dict[Any, Any], list[str]], prop: str) -> None:
+def test_each_run_meets_a_fresh_production(honest: tuple[dict[Any, Any], list[str]], prop: str) -> None:
     rows, log = honest
     for seed in SEEDS:
         row = rows[(prop, seed)]
         assert row["status"] == "pass", row
     runs = [line.split() for line in log if line.startswith("run ")]
-    # A Hypothesis property at each seed, a plain test once: each in a process of its own.
+    # A Hypothesis property at each seed, a plain test once: each met a production process whose first
+    # bump was 1 (else it would not have logged), each a twin of its own.
     assert len(runs) == 7, log
-    assert len({pid for _run, _name, pid in runs}) == 7, log
+    assert len({production for _run, _name, _trusted, production in runs}) == 7, log
+    # prop.a and prop.b's six runs share one trusted process (prop.plain comes after the collector prop.exit ended)
+    assert len({trusted for _run, name, trusted, _production in runs if name in ("a", "b")}) == 1, log
+
+
+def test_an_object_kept_from_an_earlier_run_is_refused(honest: tuple[dict[Any, Any], list[str]]) -> None:
+    rows, log = honest
+    kept = [line for line in log if line.startswith("kept: ")]
+    assert len(kept) == 1 and "SealedCallError" in kept[0] and "earlier run" in kept[0], log
+    assert rows[("prop.keep", 11)]["status"] == rows[("prop.keep2", 11)]["status"] == "pass"
 
 
 def test_production_runs_on_its_evaluators_core(honest: tuple[dict[Any, Any], list[str]]) -> None:
@@ -197,6 +235,24 @@ def test_a_run_that_kills_its_production_process_fails_alone(honest: tuple[dict[
     rows, _log = honest
     assert rows[("prop.crash", 11)]["status"] == "fail"
     assert rows[("prop.crash", 11)]["witness"] == "Crash:subject", rows[("prop.crash", 11)]
+
+
+def test_a_run_that_ends_its_trusted_process_fails_alone(honest: tuple[dict[Any, Any], list[str]]) -> None:
+    rows, _log = honest
+    assert rows[("prop.exit", 11)]["status"] == "fail"
+    assert rows[("prop.exit", 11)]["witness"] == "Crash:runner", rows[("prop.exit", 11)]
+    passing = {key for key, row in rows.items() if row["status"] == "pass"}
+    assert {key[0] for key in passing} == {"prop.a", "prop.b", "prop.plain", "prop.keep", "prop.keep2",
+                                           "prop.kept_fixture"}, rows
+
+
+def test_a_run_lists_only_the_fixtures_it_opened(honest: tuple[dict[Any, Any], list[str]]) -> None:
+    """Runs share a trusted process: the files one run opened are not another's (prop.plain runs after it, in the
+    same collector)."""
+    rows, _log = honest
+    row = rows[("prop.kept_fixture", 11)]
+    assert row["status"] == "pass" and row.get("fixtures_opened") == ["oracles/fixtures/data.txt"], row
+    assert not rows[("prop.plain", 11)].get("fixtures_opened"), rows[("prop.plain", 11)]
 
 
 HOSTILE_TWIN = STATE + '''
@@ -232,7 +288,7 @@ def test_hostile_production_around_twins_fails_closed(tmp_path: Path, bwrap_work
         assert set(statuses.values()) == {"fail"}, statuses
         assert {row["witness"] for row in rows.values()} == {"Crash:subject"}, rows
     else:
-        # Killing the collection's process ends the runs still to come (in plan order: prop.hang,
+        # Killing the collection's process ends the runs still to come (in plan order: prop.exit, ...,
         # then prop.plain): they fail closed, and nothing hangs (the run finished).
         assert rows[("prop.plain", 11)]["status"] == "fail", rows[("prop.plain", 11)]
         assert rows[("prop.plain", 11)]["witness"] == "Crash:subject", rows[("prop.plain", 11)]

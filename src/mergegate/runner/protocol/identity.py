@@ -75,6 +75,11 @@ class Identity:
         self.next = parity
         self.weight = 0
 
+    def copy(self) -> Identity:
+        other = Identity(self.next)
+        other.objects, other.names, other.weight = dict(self.objects), dict(self.names), self.weight
+        return other
+
     def _keep(self, name: int, value: Any, weight: int) -> None:
         self.objects[name] = value
         self.names.setdefault(id(value), name)

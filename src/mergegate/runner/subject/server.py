@@ -65,6 +65,7 @@ class Session:
         self.ids: dict[int, int] = {}
         self.endpoint: Any = None
         codec.SAME = codec.identity.Identity(1)  # plain values named on this connection (``identity.py``)
+        codec.SAME = codec.identity.Identity(1)  # plain values named on this connection (``identity.py``)
 
     # -- values
 
@@ -246,9 +247,9 @@ def op_op(s: Session, name: str, args: Any) -> list[Any]:
 def op_twin(s: Session) -> list[Any]:
     """Fork this connection's process into a twin with the same objects, served on a new socket.
 
-    The evaluator collects an oracle file once, then forks one child per property x seed; each
-    asks for a twin, so each run meets production in the state collection left it, in a fresh
-    process of its own.  The new socket's other end goes back as one byte carrying its descriptor.
+    The evaluator collects an oracle file once, then runs each property x seed against a twin of its
+    own, so each run meets production in the state collection left it, in a fresh process of its own.
+    The new socket's other end goes back as one byte carrying its descriptor.
     """
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     arm = _death_signal()  # the twin dies with this connection's process

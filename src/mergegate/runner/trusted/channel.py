@@ -240,7 +240,7 @@ class Channel:
         ref = remote_id(obj)
         if ref is not None:
             if ref[0] is not self:
-                raise codec.CodecError("a production object from another subject")
+                raise codec.CodecError(getattr(type(ref[0]), "why", "a production object from another subject"))
             return ["h", ref[1]]
         named = _standard(obj)
         if named is not None:

@@ -1,14 +1,17 @@
-"""A collector: one oracle file collected once, one forked child per property x seed.
+"""A collector: one oracle file collected once, then each property x seed run in it against a fresh twin.
 
 A pytest session's fixed cost (configuration, the fixture manager, conftest files,
 importing and collecting the test module) is paid once per oracle file and side,
 not once per run.  The collector is a child of the evaluator zygote: it configures
 pytest and collects the file (production behind stand-ins, as every sealed run),
 then, for each job, asks the subject for a *twin* of its connection's process
-(``subject/server.py``: same objects, a process of its own) and forks a child that
-runs only that job's items, with that job's seed, talking only to that twin.  Each
-run is still a fresh process on both sides, in the state collection left them: what
-a session of its own would have met.
+(``subject/server.py``: same objects, a process of its own) and runs that job's
+items, with that job's seed, talking only to that twin, in its own process, as
+pytest runs a session's tests (``inplace.py`` puts the channel back as collection
+left it after each run).  Production's side is a fresh process per run, in the
+state collection left it; the trusted side is one process per oracle file and side.
+A run that hangs is stopped with the collector (the zygote's deadline per result):
+it and the runs after it fail, never pass.
 
 Messages to the zygote are length-prefixed JSON, one per job, ``{"id": ..., **outcome}``.
 """
@@ -16,6 +19,7 @@ Messages to the zygote are length-prefixed JSON, one per job, ``{"id": ..., **ou
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import select
@@ -24,9 +28,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from mergegate.runner.trusted import forks, session, standins
+from mergegate.runner.trusted import forks, inplace, session, standins
 
-MARGIN_S = 5.0  # the collector's own bookkeeping around a run's timeout
+MARGIN_S = 5.0  # the collector's own bookkeeping: collecting the file, getting a run's twin
+RUN_MARGIN_S = 0.5  # past a run's own timeout, before its collector is stopped
 
 
 def selects(wanted: str, nodeid: str) -> bool:
@@ -75,14 +80,15 @@ def run_group(jobs: list[dict[str, Any]], finder: Any, result: dict[str, Any], e
 
 
 def run_each(plugin: Any, session: Any) -> None:
-    """Fork one child per job of the plugin's group; report each outcome through ``plugin.emit``."""
+    """Run each job of the plugin's group here, against a twin of its own; report each through ``plugin.emit``."""
     import gc
 
     items = list(session.items)
     channel = plugin.finder.channel if plugin.finder is not None else None
-    me = os.getpid()
     gc.collect()
-    gc.freeze()  # what collection made is shared by every child: never rescanned, its pages left unwritten
+    gc.freeze()  # what collection made: never rescanned by the runs' collections
+    opened = plugin.result.get("opened")
+    plugin.collected_opens = len(opened) if type(opened) is list else 0  # each run adds its own to collection's
     gone: str | None = None  # once a twin cannot be had, no later run may reconnect afresh:
     for job in plugin.group:  # the collection's handles would name other objects in a new process
         mine = [item for item in items if selects(job["nodeid"], item.nodeid)]
@@ -95,43 +101,39 @@ def run_each(plugin: Any, session: Any) -> None:
             plugin.done.add(job["id"])
             plugin.emit(job, {"status": "fail", "witness": "Crash:subject", "error": gone})
             continue
-        rfd, wfd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            os.close(rfd)
-            os.close(plugin.emit.fd)  # only the collector reports to the zygote
-            forks.die_with_parent(me)
-            try:
-                _child(plugin, job, mine, fd, wfd)
-            finally:
-                os._exit(70)
-        os.close(wfd)
-        if fd is not None:
-            os.close(fd)
-        outcome = forks.collect(pid, rfd, float(job["timeout"]))
+        plugin.emit.started(job)
+        outcome = _run_here(plugin, job, mine, channel, fd)
         plugin.done.add(job["id"])
         plugin.emit(job, outcome)
 
 
-def _child(plugin: Any, job: dict[str, Any], items: list[Any], fd: int | None, wfd: int) -> None:
-    """Run one job's items; write one message; never return."""
+def _run_here(plugin: Any, job: dict[str, Any], items: list[Any], channel: Any, fd: int | None) -> dict[str, Any]:
+    """One job's items in this process, against the twin on ``fd`` (``inplace.py``); its outcome and row."""
     started = time.monotonic()
-    os.setsid()
     err = os.open(job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(err, 2)
     os.close(err)
+    opened = plugin.result.get("opened")
+    if type(opened) is list:
+        del opened[plugin.collected_opens:]  # the audit hook's list: what collection opened, then this run's
     result: dict[str, Any] = dict(plugin.result)
+    saved = inplace.enter(channel, fd, job["trusted_root"]) if channel is not None else None
     try:
-        if plugin.finder is not None:
-            plugin.finder.channel.adopt(fd)
         plugin.for_job(job, items)
         for index, item in enumerate(items):
-            following = items[index + 1] if index + 1 < len(items) else None
+            following = items[index + 1] if index + 1 < len(items) else None  # None: every fixture torn down
             item.config.hook.pytest_runtest_protocol(item=item, nextitem=following)
         outcome = session.finish(plugin, 0 if items else 5, result)
     except BaseException as exc:
         outcome = forks.runner_failure(exc)
-    forks.report(result, outcome, started, wfd)
+    finally:
+        if saved is not None:
+            inplace.leave(channel, saved)
+    result.update(outcome)
+    if type(opened) is list:
+        result["opened"] = list(opened)
+    result["duration_s"] = round(time.monotonic() - started, 4)
+    return result
 
 
 class Emitter:
@@ -140,6 +142,11 @@ class Emitter:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self._write, self._dumps = os.write, json.dumps  # bound before any oracle code runs
+
+    def started(self, job: dict[str, Any]) -> None:
+        """The job's run begins (its twin is had): from now its time is the run's (``fork_group``)."""
+        data = self._dumps({"id": job["id"], "started": True}).encode()
+        self._write(self.fd, len(data).to_bytes(8, "big") + data)
 
     def __call__(self, job: dict[str, Any], outcome: dict[str, Any]) -> None:
         try:
@@ -156,36 +163,50 @@ class Emitter:
 def fork_group(jobs: list[dict[str, Any]], state: Any) -> Iterator[dict[str, Any]]:
     """Fork a collector for ``jobs``; yield ``{"id", **outcome}`` per job as each arrives.
 
-    Collection and the first run must end within twice a run's timeout, each later run within
-    one (the collector enforces each run's own); past that the collector is killed and every
-    job it did not report is a timeout.  A collector that dies or garbles a message fails the
-    jobs it did not report.
+    The collector says when each run starts (after its twin is had).  Collection must end within a
+    run's timeout (plus bookkeeping), each run within its timeout; past that the collector is killed.
+    A run that hangs, or ends the collector (a crash), fails alone: the jobs after it get a collector
+    of their own.  When no run had started (collection hung or failed), every job not reported fails.
     """
-    pid, rfd = forks.spawn(lambda wfd: collector(jobs, state, wfd), jobs[0]["id"])
-    pending = {job["id"]: job for job in jobs}
-    timeout = float(jobs[0]["timeout"])
-    reader = _Frames(rfd, pid)
-    why = "crash"
-    try:
-        limit = 2 * timeout + MARGIN_S
-        while pending:
-            message, why = reader.next(limit)
-            if message is None:
-                break
-            job_id = message.get("id")
-            if job_id in pending:
-                del pending[job_id]
-                yield message
-            limit = timeout + MARGIN_S
-    finally:
-        reader.close()
-    for job_id in pending:
-        if why == "timeout":
-            yield {"id": job_id, "status": "fail", "witness": "Timeout:runner",
-                   "error": f"timed out after {timeout:g}s (collecting the oracle file, or a run before it)"}
-        else:
-            yield {"id": job_id, "status": "fail", "witness": "Crash:runner",
-                   "error": f"the oracle file's collector ended without this run's result ({why})"}
+    remaining = list(jobs)
+    while remaining:
+        pid, rfd = forks.spawn(functools.partial(collector, remaining, state), remaining[0]["id"])
+        pending = {job["id"]: job for job in remaining}
+        timeout = float(remaining[0]["timeout"])
+        reader = _Frames(rfd, pid)
+        why, running = "crash", None
+        try:
+            limit = 2 * timeout + MARGIN_S  # collecting the file (it ran a first run in this time before)
+            while pending:
+                message, why = reader.next(limit)
+                if message is None:
+                    break
+                job_id = message.get("id")
+                if message.get("started") is True and job_id in pending:
+                    running, limit = job_id, timeout + RUN_MARGIN_S
+                    continue
+                if job_id in pending:
+                    del pending[job_id]
+                    yield message
+                running, limit = None, timeout + MARGIN_S
+        finally:
+            reader.close()
+        if running is not None:  # this run hung or ended the collector: it fails; the rest get a new collector
+            del pending[running]
+            yield _lost(running, why, timeout, "")
+            remaining = [job for job in remaining if job["id"] in pending]
+            continue
+        for job_id in pending:
+            yield _lost(job_id, why, timeout, " (collecting the oracle file, or a run before it)")
+        return
+
+
+def _lost(job_id: Any, why: str, timeout: float, where: str) -> dict[str, Any]:
+    if why == "timeout":
+        return {"id": job_id, "status": "fail", "witness": "Timeout:runner",
+                "error": f"timed out after {timeout:g}s{where}"}
+    return {"id": job_id, "status": "fail", "witness": "Crash:runner",
+            "error": f"the oracle file's collector ended without this run's result ({why})"}
 
 
 class _Frames:

@@ -50,6 +50,7 @@ class GatePlugin:
         self.group: list[dict[str, Any]] = []  # a collector's jobs (trusted/group.py); empty for one job
         self.each: Any = None  # the collector's loop over its jobs (group.run_each), set with the group
         self.done: set[Any] = set()  # the group's jobs already reported
+        self.collected_opens = 0  # how many of the opened files collection opened (group.run_each)
 
     def for_job(self, job: dict[str, Any], items: list[Any]) -> None:
         """In a collector's child: this job's items, nothing of another run's outcome."""
