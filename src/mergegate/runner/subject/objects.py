@@ -152,8 +152,30 @@ def op_signature(s: Session, target: Any) -> list[Any]:
     return ["ok", params]
 
 
+def op_ahead(s: Session, target: Any, count: Any) -> list[Any]:
+    """Up to ``count`` items of an iterator, and how it ended: None (not yet), "stop", or the error reply."""
+    it, items, end = s.dec(target), [], None
+    for _ in range(count if type(count) is int and 0 < count <= 256 else 1):
+        try:
+            items.append(next(it))
+        except StopIteration:
+            end = "stop"
+            break
+        except BaseException as exc:
+            end = s.error(exc)
+            break
+    return ["ok", s.enc(items), end]
+
+
+def iterator(obj: Any) -> bool:
+    """A builtin iterator (a generator, ``filter``, ``map``, ``zip``, ``itertools``...): its own iterator, no length."""
+    kind = type(obj)
+    return getattr(kind, "__module__", None) in ("builtins", "itertools") and hasattr(kind, "__next__") \
+        and not hasattr(kind, "__len__")
+
+
 OPS = {"signature": op_signature, "snapshot": op_snapshot, "defclass": op_defclass, "pickle": op_pickle,
-       "unpickle": op_unpickle, "copy": op_copy}
+       "unpickle": op_unpickle, "copy": op_copy, "ahead": op_ahead}
 
 
 _IMMUTABLE = (str, bytes, int, float, complex, bool, type(None))

@@ -160,6 +160,8 @@ def describe(obj: Any, ref: Callable[[Any], list[Any]]) -> list[Any]:
         return ["class", name, module, abcs, str(getattr(obj, "__name__", name))]
     if issubclass(type(obj), tuple):  # production's own tuple subclass (plain tuples travel by value)
         return OBJECTS.frozen_tuple(obj, ref)  # type: ignore[no-any-return]
+    if OBJECTS.iterator(obj):  # read ahead by the evaluator (``trusted/ahead.py``)
+        return ["object", type(obj).__qualname__, "iterator"]
     return ["callable" if callable(obj) else "object", type(obj).__qualname__]
 
 

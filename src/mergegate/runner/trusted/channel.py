@@ -164,6 +164,16 @@ class Channel:
         self._raise_sticky()
         return reply
 
+    def exchange(self, message: tuple[Any, ...]) -> list[Any]:
+        """One request and its reply, undecoded (``ahead.py`` reads a batch's items and its end)."""
+        return self._exchange(message)
+
+    def error(self, reply: Any) -> BaseException:
+        """The exception an error reply names (``StopIteration`` allowed: it ends an iterator)."""
+        if type(reply) is list and reply[:1] == ["err"] and len(reply) == 7:
+            return self._exception(reply, stop_allowed=True)
+        return SealedCallError(f"the subject sent a malformed reply: {str(reply)[:120]}")
+
     def twin(self) -> int | None:
         """A connection to a twin of this channel's subject process (same objects, its own process).
 

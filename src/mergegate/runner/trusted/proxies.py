@@ -1,10 +1,8 @@
 """Stand-ins for production objects, classes and modules: every use is a request to the subject.
 
-A ``Remote`` is an opaque handle; a ``RemoteType`` is a real class (so ``isinstance``
-and ``pytest.raises`` work) whose construction, attributes and checks forward; a
-``RemoteModule`` forwards attribute reads.  A handle never answers a question
-about the evaluator's own data: comparisons, arithmetic, membership and truth
-against plain values are refused (see ``_forward``).
+A ``Remote`` is an opaque handle; a ``RemoteType`` is a real class (so ``isinstance`` and ``pytest.raises``
+work) whose construction, attributes and checks forward; a ``RemoteModule`` forwards attribute reads.
+Comparisons, membership and truth are decided here over snapshots; arithmetic with plain values is refused.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ import types
 from collections.abc import Callable
 from typing import Any, Literal
 
-from mergegate.runner.trusted import classdefs, frozen, hierarchy, methods, pickles, snapshots
+from mergegate.runner.trusted import ahead, classdefs, frozen, hierarchy, methods, pickles, snapshots
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
 
@@ -55,7 +53,7 @@ HARNESS = frozenset({
 class Remote:
     """An opaque handle to an object that stays in the subject; every use is a request."""
 
-    __slots__ = ("__weakref__", "_gate_frozen", "_gate_ref", "_gate_type")  # frozen: a tuple's (``frozen.py``)
+    __slots__ = ("__weakref__", "_gate_ahead", "_gate_frozen", "_gate_ref", "_gate_type")  # ahead.py, frozen.py
 
     def __getattr__(self, name: str) -> Any:
         if name in HARNESS:
@@ -138,6 +136,8 @@ class Remote:
         return item in mine
 
     def __len__(self) -> int:
+        if object.__getattribute__(self, "_gate_ahead") is not None:  # a generator, filter, map...: no length
+            raise TypeError(f"object of type '{object.__getattribute__(self, '_gate_type')}' has no len()")
         items = frozen.items(object.__getattribute__(self, "_gate_frozen"))
         value = len(items) if items is not None else channel_of(self).op("len", self)
         if type(value) is not int or value < 0:
@@ -145,6 +145,8 @@ class Remote:
         return value
 
     def __iter__(self) -> Any:
+        if object.__getattribute__(self, "_gate_ahead") is not None:  # a builtin iterator is its own
+            return self
         items = frozen.items(object.__getattribute__(self, "_gate_frozen"))
         return iter(items) if items is not None else channel_of(self).op("iter", self)
 
@@ -153,7 +155,8 @@ class Remote:
         return items[key] if items is not None else channel_of(self).op("getitem", self, key)
 
     def __next__(self) -> Any:
-        return channel_of(self).op("next", self)
+        reader = object.__getattribute__(self, "_gate_ahead")
+        return reader.next(channel_of(self), self) if reader is not None else channel_of(self).op("next", self)
 
     def __enter__(self) -> Any:
         return channel_of(self).op("enter", self)
@@ -392,4 +395,5 @@ def make_proxy(ch: Link, number: int, desc: list[Any]) -> Any:
     object.__setattr__(proxy, "_gate_ref", (ch, number))
     object.__setattr__(proxy, "_gate_frozen", frozen.make(ch, desc) if kind == "tuple" else None)
     object.__setattr__(proxy, "_gate_type", desc[1] if len(desc) > 1 and type(desc[1]) is str else "?")
+    object.__setattr__(proxy, "_gate_ahead", ahead.Reader() if desc[2:] == ["iterator"] and kind == "object" else None)
     return proxy

@@ -1,0 +1,58 @@
+"""A production iterator read ahead: ``next`` on a generator, ``filter`` or ``map`` of production's, in batches.
+
+Real suites drain production's iterators (``list(path_splitter(p))``, ``sorted(filter(...))``), and
+one request per item made such a loop a round trip per element (natsort: a third of its requests).
+For a *builtin* iterator (``subject/objects.py`` ``iterator``: a generator, ``filter``, ``map``,
+``zip``, ``itertools``...; its own iterator, no length) the evaluator asks for items in batches that
+grow from 1 to 64 as the loop goes on (the first ``next`` of a run of them fetches one item, so a
+single ``next(gen)`` runs production exactly as far as in one process); ``iter()`` of it is itself
+and ``len()`` a ``TypeError`` without a request (as Python answers for those types).
+
+What changes, said plainly: once a loop has taken two items, production's generator may run up to
+the batch's size ahead of the loop (its own code, and any oracle callback it calls, run earlier than
+in one process). A property that interleaves ``next`` with other calls that observe the generator's
+progress sees that. Nothing of the verdict moves to production: each item is decoded here as any
+reply; where the iterator ended (``StopIteration``) or failed (its exception, raised after the items
+before it) is production's answer, as it is for a single ``next``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+FIRST, MOST = 1, 64
+
+
+class Reader:
+    """The items fetched and not yet taken, how the iterator ended, and the next batch's size."""
+
+    __slots__ = ("end", "items", "size")
+
+    def __init__(self) -> None:
+        self.items: deque[Any] = deque()
+        self.end: Any = None  # None: not ended; "stop"; or the error reply the subject sent
+        self.size = FIRST
+
+    def next(self, ch: Any, handle: Any) -> Any:
+        if not self.items and self.end is None:
+            self._fetch(ch, handle)
+        if self.items:
+            return self.items.popleft()
+        if self.end == "stop":
+            raise StopIteration
+        raise ch.error(self.end)
+
+    def _fetch(self, ch: Any, handle: Any) -> None:
+        from mergegate.runner.trusted.faults import SealedCallError
+
+        reply = ch.exchange(("ahead", ch.enc(handle), self.size))
+        if reply[0] != "ok" or len(reply) != 3:
+            raise ch.error(reply)
+        items, end = ch.dec(reply[1]), reply[2]
+        if type(items) is not list or not (end is None or end == "stop" or (type(end) is list and end[:1] == ["err"])) \
+                or (end is None and len(items) != self.size):
+            raise SealedCallError(f"the subject sent a malformed batch of items: {str(reply)[:120]}")
+        self.items.extend(items)
+        self.end = end
+        self.size = min(self.size * 2, MOST)

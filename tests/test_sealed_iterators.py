@@ -1,0 +1,156 @@
+"""Production's builtin iterators read ahead in growing batches (``trusted/ahead.py``), against a real subject.
+
+A loop over a production generator, ``filter`` or ``map`` was a round trip per item; now it is a few
+batches (1, 2, 4, ... 64 items).  What must hold: the same items, end and exceptions as in one process;
+a single ``next`` runs production exactly one step; production's own iterator classes keep one request
+per ``next``; a malformed batch is a ``SealedCallError``, never items production did not send.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mergegate.runner.subject import sandbox
+from mergegate.runner.trusted import standins
+
+PRODUCTION = '''
+import itertools, sys
+
+STEPS = []
+
+
+def count_up(n):
+    for i in range(n):
+        STEPS.append(i)
+        yield i
+
+
+def steps():
+    return len(STEPS)
+
+
+def failing(n):
+    yield from range(n)
+    raise ValueError("production failed after %d" % n)
+
+
+def kept(pred, xs):
+    return filter(pred, xs)
+
+
+def doubled(xs):
+    return map(lambda x: 2 * x, xs)
+
+
+def forever():
+    return itertools.count()
+
+
+class Own:
+    """An iterator class of production's own: one request per next, as before."""
+    def __init__(self):
+        self.n = 0
+    def __iter__(self):
+        return self
+    def __next__(self):
+        self.n += 1
+        if self.n > 3:
+            raise StopIteration
+        return self.n
+
+
+def malformed():
+    """A hostile batch: more items than asked for, and an end that is not one."""
+    server = sys.modules["__main__"]
+    server.OPS["ahead"] = lambda s, target, count: ["ok", ["l", 1, 2, 3, 4, 5, 6, 7, 8, 9], "maybe"]
+    return (i for i in range(3))
+'''
+
+
+@pytest.fixture(scope="module")
+def subject(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Subject]:
+    tree = tmp_path_factory.mktemp("tree")
+    (tree / "src").mkdir()
+    (tree / "src" / "itermod.py").write_text(PRODUCTION)
+    spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), preload=("itermod",))
+    subj = sandbox.Subject(spec, sandbox.choose("auto"), tmp_path_factory.mktemp("scratch"), "it")
+    yield subj
+    subj.close()
+
+
+@pytest.fixture
+def channel(subject: sandbox.Subject) -> standins.Channel:
+    return standins.Channel(subject.socket_path)
+
+
+def test_a_drained_generator_is_a_few_batches(channel: standins.Channel) -> None:
+    mod = channel.request("import", "itermod")
+    before = channel.calls
+    gen = mod.count_up(100)
+    assert list(gen) == list(range(100))
+    # the module's attribute and the call, then batches of 1, 2, 4, 8, 16, 32, 64 (the last one ends it): no
+    # len or iter request, against 103 one item at a time
+    assert channel.calls - before == 2 + 7, channel.calls - before
+    assert sorted(mod.doubled([3, 1, 2])) == [2, 4, 6]
+    assert list(mod.kept(lambda x: x % 2 == 0, range(10))) == [0, 2, 4, 6, 8]  # the oracle's predicate, called back
+
+
+def test_one_next_runs_production_one_step(channel: standins.Channel) -> None:
+    mod = channel.request("import", "itermod")
+    gen = mod.count_up(1000)
+    assert next(gen) == 0 and mod.steps() == 1  # exactly as far as in one process
+    assert next(gen) == 1 and next(gen) == 2 and mod.steps() == 3  # batches of 1, then 2
+    assert iter(gen) is gen
+    with pytest.raises(TypeError, match="has no len"):
+        len(gen)
+    forever = mod.forever()
+    assert [next(forever) for _ in range(5)] == [0, 1, 2, 3, 4]
+
+
+def test_the_end_and_the_error_come_where_they_would(channel: standins.Channel) -> None:
+    mod = channel.request("import", "itermod")
+    gen = mod.failing(5)
+    seen = []
+    with pytest.raises(ValueError, match="failed after 5"):
+        for item in gen:
+            seen.append(item)
+    assert seen == [0, 1, 2, 3, 4]
+    empty = mod.count_up(0)
+    assert next(empty, "default") == "default"
+    with pytest.raises(StopIteration):
+        next(empty)
+
+
+def test_productions_own_iterator_class_keeps_one_request_per_next(channel: standins.Channel) -> None:
+    mod = channel.request("import", "itermod")
+    own = mod.Own()
+    before = channel.calls
+    assert list(own) == [1, 2, 3]
+    assert channel.calls - before >= 4  # iter, then a next per item and the one that stops
+
+
+def test_a_malformed_batch_is_refused(channel: standins.Channel) -> None:
+    mod = channel.request("import", "itermod")
+    gen = mod.malformed()
+    with pytest.raises(standins.SealedCallError, match="malformed batch"):
+        next(gen)
+
+
+def test_read_ahead_is_what_plain_python_gives(channel: standins.Channel) -> None:
+    """The same loops in one process and sealed give the same items (a property over sizes)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    mod = channel.request("import", "itermod")
+
+    @settings(max_examples=25, database=None, derandomize=True)
+    @given(st.integers(0, 300), st.integers(0, 20))
+    def same(n: int, take: int) -> None:
+        gen: Any = mod.count_up(n)
+        head = [next(gen) for _ in range(min(take, n))]
+        assert head == list(range(min(take, n))) and list(gen) == list(range(min(take, n), n))
+
+    same()
