@@ -341,10 +341,11 @@ def test_units_group_split_and_isolate() -> None:
     def task(nodeid: str, isolation: str = "sealed") -> Any:
         return (tree, Spec(Prop(nodeid, isolation), Rev()), 11)
 
-    many = [task(f"a.py::test_{i}") for i in range(40)]
+    assert schedule.GROUP_MAX == 64
+    many = [task(f"a.py::test_{i}") for i in range(160)]
     units = schedule.units(many, jobs=2)
-    assert sorted(len(u) for u in units) == [8, 16, 16]
-    assert sorted(i for u in units for i in u) == list(range(40))
+    assert sorted(len(u) for u in units) == [32, 64, 64]
+    assert sorted(i for u in units for i in u) == list(range(160))
     assert [len(u) for u in schedule.units(many[:6], jobs=2)] == [3, 3]  # never leave an evaluator idle
     assert schedule.units(many[:6], jobs=1) == [list(range(6))]
     mixed = [task("a.py::TestC"), task("a.py::TestC::test_y"), task("b.py::test_z", "shared"), task("b.py::test_w")]

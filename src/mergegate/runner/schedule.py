@@ -213,7 +213,7 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
                 ex.shutdown(wait=True, cancel_futures=True)
 
 
-GROUP_MAX = 16  # runs forked from one collection, at most: beyond this a file's runs spread over more units
+GROUP_MAX = 64  # runs of one collection, at most: beyond this a file's runs spread over more units
 
 
 def units(tasks: Sequence[Task], jobs: int) -> list[list[int]]:

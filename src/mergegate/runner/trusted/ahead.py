@@ -3,13 +3,13 @@
 Real suites drain production's iterators (``list(path_splitter(p))``, ``sorted(filter(...))``), and
 one request per item made such a loop a round trip per element (natsort: a third of its requests).
 For a *builtin* iterator (``subject/objects.py`` ``iterator``: a generator, ``filter``, ``map``,
-``zip``, ``itertools``...; its own iterator, no length) the evaluator asks for items in batches that
-grow from 1 to 64 as the loop goes on (the first ``next`` of a run of them fetches one item, so a
-single ``next(gen)`` runs production exactly as far as in one process); ``iter()`` of it is itself
+``zip``, ``itertools``...; its own iterator, no length) the evaluator asks for items in batches of 1, then
+16, then 64 (the first ``next`` fetches one item, so a single ``next(gen)`` runs production exactly as
+far as in one process; a loop's second asks for more); ``iter()`` of it is itself
 and ``len()`` a ``TypeError`` without a request (as Python answers for those types).
 
 What changes, said plainly: once a loop has taken two items, production's generator may run up to
-the batch's size ahead of the loop (its own code, and any oracle callback it calls, run earlier than
+63 items ahead of the loop (its own code, and any oracle callback it calls, run earlier than
 in one process). A property that interleaves ``next`` with other calls that observe the generator's
 progress sees that. Nothing of the verdict moves to production: each item is decoded here as any
 reply; where the iterator ended (``StopIteration``) or failed (its exception, raised after the items
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-FIRST, MOST = 1, 64
+SIZES = (1, 16, 64)  # the first batch, the second, every later one
 
 
 class Reader:
@@ -32,7 +32,7 @@ class Reader:
     def __init__(self) -> None:
         self.items: deque[Any] = deque()
         self.end: Any = None  # None: not ended; "stop"; or the error reply the subject sent
-        self.size = FIRST
+        self.size = SIZES[0]
 
     def next(self, ch: Any, handle: Any) -> Any:
         if not self.items and self.end is None:
@@ -55,4 +55,4 @@ class Reader:
             raise SealedCallError(f"the subject sent a malformed batch of items: {str(reply)[:120]}")
         self.items.extend(items)
         self.end = end
-        self.size = min(self.size * 2, MOST)
+        self.size = SIZES[min(SIZES.index(self.size) + 1, len(SIZES) - 1)]
