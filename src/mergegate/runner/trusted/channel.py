@@ -249,6 +249,8 @@ class Channel:
             obj = obj.gate_read()
         ref = remote_id(obj)
         if ref is not None:
+            if ref[0] is not self and getattr(type(ref[0]), "bind", None) is not None:
+                ref = getattr(ref[0], "bind")(obj)  # noqa: B009 - a class or module of an earlier run (``inplace.py``)
             if ref[0] is not self:
                 raise codec.CodecError(getattr(type(ref[0]), "why", "a production object from another subject"))
             return ["h", ref[1]]

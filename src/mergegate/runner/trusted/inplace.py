@@ -6,9 +6,10 @@ subject process (``subject/server.py`` ``op_twin``), which knows the objects col
 nothing any earlier run made.  So, around each run, the channel is put back as collection left it:
 
 - its connection: the twin's for the run, the collection's again afterwards (the twin is closed);
-- the handles the run met: dropped from the channel, and each stand-in made for one is dead from
-  then on (any use is a ``SealedCallError`` naming the cause), so a production object an oracle
-  cache kept from an earlier run can never name another object in a later twin;
+- the handles the run met: dropped from the channel; a stand-in made for a production class or module
+  is found again by its name in the twin of the next run that uses it (``Rebound``), any other is
+  dead from then on (any use is a ``SealedCallError`` naming the cause), so a production object an
+  oracle cache kept from an earlier run can never name another object in a later twin;
 - what the channel learned (oracle classes mirrored into the subject, ``issubclass`` answers, the
   named plain values of ``protocol/identity.py``): as collection left it;
 - the production modules, and the oracle tree's own modules, first imported during the run: gone
@@ -28,7 +29,7 @@ from typing import Any
 
 from mergegate.runner.protocol import codec, identity, wire
 from mergegate.runner.trusted.faults import SealedCallError
-from mergegate.runner.trusted.proxies import RemoteModule, RemoteType
+from mergegate.runner.trusted.proxies import RemoteModule, RemoteType, remote_id
 
 WHY = ("a production object from an earlier run of this oracle file (oracle code kept it across runs: a "
        "module-level cache or strategy); each run meets a fresh production process: make it inside the test, or "
@@ -45,6 +46,38 @@ class Earlier:
 
 
 EARLIER = Earlier()
+
+
+class Rebound:
+    """The link of a production class or module from an earlier run, found again by name in this run's twin.
+
+    A class or module reachable by its module and qualified name (``Point`` of ``geo``, met in a run through a
+    signature's annotations and kept in a module-level ``st.builds(Line)``) is the same name in every twin:
+    at its first use in a later run it is looked up there, and the stand-in the oracle holds stands for what
+    that name is now (production's answer, as any attribute read).  What cannot be found so is refused.
+    """
+
+    def __init__(self, channel: Any, proxy: Any, module: str, qualname: str) -> None:
+        self.channel, self.proxy, self.module, self.qualname = channel, proxy, module, qualname
+
+    def bind(self, _obj: Any = None) -> tuple[Any, int]:
+        ch, proxy = self.channel, self.proxy
+        try:
+            found = ch.request("import", self.module)
+            for part in self.qualname.split(".") if self.qualname else ():
+                found = getattr(found, part)
+        except Exception:
+            raise SealedCallError(WHY) from None
+        ref: Any = remote_id(found)
+        if ref is None or ref[0] is not ch or type(found) is not type(proxy):
+            raise SealedCallError(WHY)
+        ch.proxies[ref[1]] = proxy  # its replies name the stand-in the oracle holds
+        _point(proxy, (ch, ref[1]))
+        return (ch, ref[1])
+
+    def __getattr__(self, name: str) -> Any:
+        self.bind()
+        return getattr(self.channel, name)
 
 
 @dataclass
@@ -81,7 +114,7 @@ def leave(channel: Any, saved: Saved) -> None:
     channel.endpoint = saved.endpoint
     codec.SAME = saved.same
     for number in [n for n in channel.proxies if n not in saved.proxies]:
-        _retire(channel.proxies.pop(number))
+        _retire(channel, channel.proxies.pop(number))
     channel.mirrors, channel.mirrored, channel.subclasses = saved.mirrors, saved.mirrored, saved.subclasses
     channel.sticky.clear()
     for name in [n for n in sys.modules if n not in saved.modules]:
@@ -94,8 +127,19 @@ def leave(channel: Any, saved: Saved) -> None:
                 delattr(holder, child)
 
 
-def _retire(proxy: Any) -> None:
-    ref = (EARLIER, -1)
+def _retire(channel: Any, proxy: Any) -> None:
+    """A stand-in of the run that ended: found again by name in a later run (a class, a module), or dead."""
+    link: Any = EARLIER
+    if type(proxy) is RemoteType:
+        module, qualname = type.__getattribute__(proxy, "__module__"), type.__getattribute__(proxy, "__qualname__")
+        if type(module) is str and type(qualname) is str and "<" not in qualname:
+            link = Rebound(channel, proxy, module, qualname)
+    elif type(proxy) is RemoteModule:
+        link = Rebound(channel, proxy, proxy.__name__, "")
+    _point(proxy, (link, -1))
+
+
+def _point(proxy: Any, ref: tuple[Any, int]) -> None:
     if type(proxy) is RemoteType:
         type.__setattr__(proxy, "_gate_ref", ref)
     else:
