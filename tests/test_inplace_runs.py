@@ -10,7 +10,6 @@ run's twin; an instance, or a class no name reaches, is refused, never taken for
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
