@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 ENV_DROP = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GATE_AGENT", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_NAME",
             # a suite run inside a GitHub or GitLab job is not the job the gate judges (tests set these themselves)
@@ -100,3 +101,19 @@ def sign_and_commit(repo: Path, files: Mapping[str, str | bytes | None], message
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "--no-verify", "-m", message)
     return git(repo, "rev-parse", "HEAD").stdout.strip()
+
+
+def production_subject(factory: Any, module: str, source: str, tag: str) -> Iterator[Any]:
+    """A real subject process (sandboxed when bubblewrap works) serving ``source`` as production module ``module``;
+    for a module-scoped fixture: ``yield from production_subject(tmp_path_factory, "objmod", SOURCE, "o")``."""
+    from mergegate.runner.subject import sandbox
+
+    tree = factory.mktemp("tree")
+    (tree / "src").mkdir()
+    (tree / "src" / f"{module}.py").write_text(source)
+    spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), preload=(module,))
+    subject = sandbox.Subject(spec, sandbox.choose("auto"), factory.mktemp("scratch"), tag)
+    try:
+        yield subject
+    finally:
+        subject.close()

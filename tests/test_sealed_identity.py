@@ -17,6 +17,7 @@ import pytest
 from mergegate.runner.protocol import codec, identity, wire
 from mergegate.runner.subject import sandbox
 from mergegate.runner.trusted import standins
+from tests.helpers import init_repo, production_subject, sign_and_commit
 
 PRODUCTION = '''
 import sys
@@ -65,13 +66,7 @@ def named_list():
 
 @pytest.fixture(scope="module")
 def subject(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Subject]:
-    tree = tmp_path_factory.mktemp("tree")
-    (tree / "src").mkdir()
-    (tree / "src" / "idmod.py").write_text(PRODUCTION)
-    spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), preload=("idmod",))
-    subj = sandbox.Subject(spec, sandbox.choose("auto"), tmp_path_factory.mktemp("scratch"), "i")
-    yield subj
-    subj.close()
+    yield from production_subject(tmp_path_factory, "idmod", PRODUCTION, "i")
 
 
 @pytest.fixture
@@ -237,8 +232,6 @@ def test_nan_keys():
 
 @pytest.fixture(scope="module")
 def chain_repo(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from tests.helpers import init_repo, sign_and_commit
-
     repo = init_repo(tmp_path_factory.mktemp("identity") / "repo")
     policy = (repo / "gate.yaml").read_text()
     files: dict[str, str | bytes | None] = {

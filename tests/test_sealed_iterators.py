@@ -15,6 +15,7 @@ import pytest
 
 from mergegate.runner.subject import sandbox
 from mergegate.runner.trusted import standins
+from tests.helpers import production_subject
 
 PRODUCTION = '''
 import itertools, sys
@@ -72,13 +73,7 @@ def malformed():
 
 @pytest.fixture(scope="module")
 def subject(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Subject]:
-    tree = tmp_path_factory.mktemp("tree")
-    (tree / "src").mkdir()
-    (tree / "src" / "itermod.py").write_text(PRODUCTION)
-    spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), preload=("itermod",))
-    subj = sandbox.Subject(spec, sandbox.choose("auto"), tmp_path_factory.mktemp("scratch"), "it")
-    yield subj
-    subj.close()
+    yield from production_subject(tmp_path_factory, "itermod", PRODUCTION, "it")
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ import pytest
 
 from mergegate.runner.subject import sandbox
 from mergegate.runner.trusted import classdefs, pickles, snapshots, standins
+from tests.helpers import production_subject
 
 PRODUCTION = '''
 import collections.abc, dataclasses, datetime, enum, itertools, os, random
@@ -176,13 +177,7 @@ class Marker(enum.Enum):
 
 @pytest.fixture(scope="module")
 def subject(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Subject]:
-    tree = tmp_path_factory.mktemp("tree")
-    (tree / "src").mkdir()
-    (tree / "src" / "objmod.py").write_text(PRODUCTION)
-    spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), preload=("objmod",))
-    subj = sandbox.Subject(spec, sandbox.choose("auto"), tmp_path_factory.mktemp("scratch"), "o")
-    yield subj
-    subj.close()
+    yield from production_subject(tmp_path_factory, "objmod", PRODUCTION, "o")
 
 
 @pytest.fixture
