@@ -218,12 +218,22 @@ def test_production_cannot_fork_without_bound(bwrap_works: bool, tmp_path: Path)
 HOG = '''
 import os, time
 
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
 def spread(children, mb):
-    """Children that each hold ``mb`` MiB; how many got there before the limit stopped them."""
+    """Children that each hold ``mb`` MiB; how many hold it at once (one that got there and was then killed,
+    to make room for another, does not count)."""
     pipes = []
     for _ in range(children):
         r, w = os.pipe()
-        if os.fork() == 0:
+        pid = os.fork()
+        if pid == 0:
             try:
                 block = bytearray(mb << 20)
                 for i in range(0, len(block), 4096):
@@ -233,9 +243,9 @@ def spread(children, mb):
             finally:
                 os._exit(0)
         os.close(w)
-        pipes.append(r)
+        pipes.append((r, pid))
     time.sleep(2)
-    return sum(len(os.read(r, 1)) for r in pipes)
+    return sum(1 for r, pid in pipes if os.read(r, 1) and alive(pid))
 '''
 
 
