@@ -85,19 +85,25 @@ def encode_call(args: Sequence[Any], kwargs: dict[str, Any] | None, other: Other
     goes named (``["=", name, value]``, ``identity.py``), so it can come back as itself.  All or nothing: a value
     that cannot be encoded takes back the names given before it."""
     given: list[int] = []
-
-    def named(value: Any) -> Any:
-        data = encode(value, other)
-        name = None if type(data) is list and data[:1] == ["~"] else SAME.add(value)
-        if name is None:
-            return data
-        given.append(name)
-        return ["=", name, data]
-
+    same, out, kw = SAME, list[Any](["l"]), list[Any](["d"])
     try:
-        return ["l", *map(named, args)], ["d", *(x for k, v in (kwargs or {}).items() for x in (k, named(v)))]
+        for into, key, value in [*((out, None, v) for v in args), *((kw, k, v) for k, v in (kwargs or {}).items())]:
+            if key is not None:
+                into.append(key)
+            known = same.names.get(id(value))
+            if known is not None:
+                into.append(["~", known])
+                continue
+            data = encode(value, other)
+            name = same.add(value)
+            if name is None:
+                into.append(data)
+            else:
+                given.append(name)
+                into.append(["=", name, data])
+        return out, kw
     except BaseException:
-        SAME.forget(given)
+        same.forget(given)
         raise
 
 

@@ -80,14 +80,15 @@ class Identity:
         other.objects, other.names, other.weight = dict(self.objects), dict(self.names), self.weight
         return other
 
-    def _keep(self, name: int, value: Any, weight: int) -> None:
-        self.objects[name] = value
-        self.names.setdefault(id(value), name)
-        self.weight += weight
-
     def _room(self, value: Any) -> int:
-        weight = size(value) if len(self.objects) < MAX_NAMES else -1
-        return weight if weight >= 0 and self.weight + weight <= MAX_BYTES and worth_naming(value) else -1
+        kind = type(value)
+        if kind is str or kind is bytes:  # the common cases first: this runs for every argument of every call
+            weight = len(value) + 1
+        elif kind is float or (kind is int and not -5 <= value <= 256):
+            weight = 1
+        else:
+            weight = size(value) if worth_naming(value) else -1
+        return weight if weight >= 0 and self.weight + weight <= MAX_BYTES and len(self.objects) < MAX_NAMES else -1
 
     def add(self, value: Any) -> int | None:
         """Name one of this side's values about to be sent; None when it is not worth naming or there is no room."""
@@ -96,16 +97,20 @@ class Identity:
             return None
         name = self.next
         self.next += 2
-        self._keep(name, value, weight)
+        self.objects[name] = value
+        self.names[id(value)] = name  # not named before (``encode_call`` asked)
+        self.weight += weight
         return name
 
     def learn(self, name: Any, value: Any) -> None:
         """Keep a value the peer named (its parity, never a name taken); what is not immutable is not kept."""
-        if type(name) is not int or name % 2 == self.next % 2 or name in self.objects:
+        if type(name) is not int or (name ^ self.next) & 1 == 0 or name in self.objects:
             raise ValueError(f"malformed name {name!r}")
         weight = self._room(value)
         if weight >= 0:
-            self._keep(name, value, weight)
+            self.objects[name] = value
+            self.names.setdefault(id(value), name)
+            self.weight += weight
 
     def get(self, name: Any) -> Any:
         if type(name) is not int or name not in self.objects:
