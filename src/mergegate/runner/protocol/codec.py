@@ -87,7 +87,8 @@ def encode_call(args: Sequence[Any], kwargs: dict[str, Any] | None, other: Other
     given: list[int] = []
     same, out, kw = SAME, list[Any](["l"]), list[Any](["d"])
     try:
-        for into, key, value in [*((out, None, v) for v in args), *((kw, k, v) for k, v in (kwargs or {}).items())]:
+        pairs = [(out, None, v) for v in args] + [(kw, k, v) for k, v in (kwargs or {}).items()]
+        for into, key, value in pairs:
             if key is not None:
                 into.append(key)
             known = same.names.get(id(value))

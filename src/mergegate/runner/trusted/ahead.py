@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from mergegate.runner.trusted.faults import SealedCallError
+
 SIZES = (1, 16, 64)  # the first batch, the second, every later one
 
 
@@ -44,8 +46,6 @@ class Reader:
         raise ch.error(self.end)
 
     def _fetch(self, ch: Any, handle: Any) -> None:
-        from mergegate.runner.trusted.faults import SealedCallError
-
         reply = ch.exchange(("ahead", ch.enc(handle), self.size))
         if reply[0] != "ok" or len(reply) != 3:
             raise ch.error(reply)

@@ -168,10 +168,10 @@ class Channel:
         """One request and its reply, undecoded (``ahead.py`` reads a batch's items and its end)."""
         return self._exchange(message)
 
-    def error(self, reply: Any) -> BaseException:
-        """The exception an error reply names (``StopIteration`` allowed: it ends an iterator)."""
+    def error(self, reply: Any, stop_allowed: bool = True) -> BaseException:
+        """The exception an error reply names (``StopIteration`` only where it ends an iterator)."""
         if type(reply) is list and reply[:1] == ["err"] and len(reply) == 7:
-            return self._exception(reply, stop_allowed=True)
+            return self._exception(reply, stop_allowed)
         return SealedCallError(f"the subject sent a malformed reply: {str(reply)[:120]}")
 
     def twin(self) -> int | None:
@@ -198,14 +198,12 @@ class Channel:
             raise SubjectGone(f"the subject could not fork a twin: {exc}") from None
         return int(fds[0])
 
-    def adopt(self, fd: int | None) -> None:
-        """In a forked child: talk to the twin on ``fd`` from now on (the parent's connection is left alone)."""
-        if self.endpoint is not None:
-            self.endpoint.close()  # this process's copy of the descriptor only
-            self.endpoint = None
-        if fd is not None:
-            self.endpoint = wire.Endpoint(socket.socket(fileno=fd), self._serve_callback)
+    def attach(self, fd: int | None) -> None:
+        """Talk to the twin on ``fd`` from now on (None: connect afresh on first use); the connection this
+        replaces is the caller's to keep (``inplace.enter``)."""
+        self.endpoint = wire.Endpoint(socket.socket(fileno=fd), self._serve_callback) if fd is not None else None
         self.calls, self.waited = 0, 0.0
+        self.sticky.clear()
 
     def _close(self) -> None:
         if self.endpoint is not None:
@@ -221,9 +219,7 @@ class Channel:
     def _result(self, reply: list[Any], stop_allowed: bool) -> Any:
         if reply[0] == "ok" and len(reply) >= 2:
             return self.dec(reply[1])
-        if reply[0] == "err" and len(reply) == 7:
-            raise self._exception(reply, stop_allowed)
-        raise SealedCallError(f"the subject sent a malformed reply: {str(reply)[:120]}")
+        raise self.error(reply, stop_allowed)
 
     # -- values
 

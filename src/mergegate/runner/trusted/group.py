@@ -10,8 +10,8 @@ items, with that job's seed, talking only to that twin, in its own process, as
 pytest runs a session's tests (``inplace.py`` puts the channel back as collection
 left it after each run).  Production's side is a fresh process per run, in the
 state collection left it; the trusted side is one process per oracle file and side.
-A run that hangs is stopped with the collector (the zygote's deadline per result):
-it and the runs after it fail, never pass.
+A run that hangs past its timeout, or ends the collector, fails alone: the collector
+tells the zygote when each run starts, and the runs after it get a new collector.
 
 Messages to the zygote are length-prefixed JSON, one per job, ``{"id": ..., **outcome}``.
 """

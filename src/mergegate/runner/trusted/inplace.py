@@ -22,12 +22,11 @@ pytest, the oracle's module globals), as in a pytest session.
 
 from __future__ import annotations
 
-import socket
 import sys
 from dataclasses import dataclass
 from typing import Any
 
-from mergegate.runner.protocol import codec, identity, wire
+from mergegate.runner.protocol import codec, identity
 from mergegate.runner.trusted.faults import SealedCallError
 from mergegate.runner.trusted.proxies import RemoteModule, RemoteType, remote_id
 
@@ -101,9 +100,7 @@ def enter(channel: Any, fd: int | None, trusted_root: str) -> Saved:
                   dict(channel.mirrored), dict(channel.subclasses), frozenset(sys.modules),
                   trusted_root.rstrip("/") + "/")
     codec.SAME = saved.same.copy()
-    channel.endpoint = wire.Endpoint(socket.socket(fileno=fd), channel._serve_callback) if fd is not None else None
-    channel.calls, channel.waited = 0, 0.0
-    channel.sticky.clear()
+    channel.attach(fd)
     return saved
 
 
