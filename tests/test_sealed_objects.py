@@ -7,6 +7,7 @@ mutating state; pickles; oracle objects handed to production; zoned datetimes; e
 
 from __future__ import annotations
 
+import collections.abc
 import copy
 import datetime as dt
 import enum
@@ -329,6 +330,33 @@ def test_collections_and_named_tuple_subclasses(subject: sandbox.Subject, tmp_pa
     assert 2 in bags.Bag([1, 2]) and 3 not in bags.Bag([1, 2]) and not bags.Bag([]) and bags.Bag([0])
     pair = bags.Pair(1, 2)
     assert type(pair) is standins.Remote and pair.swapped() == (2, 1) and pair == (1, 2)
+
+
+def test_a_production_class_declared_slots_are_production_s(subject: sandbox.Subject) -> None:
+    """bidict's ``BidirectionalMapping.__dict__['__slots__'] == ()``: a production class's own ``__slots__``
+    declaration (names: plain data) is in its stand-in's namespace; nothing else of production's namespace is."""
+    channel = production_module(subject, "slotmod",
+        "import typing\n"
+        "class Abstract(typing.Mapping[int, int]):\n    __slots__ = ()\n"
+        "class Point:\n    __slots__ = ('x', 'y')\n    kind = 'point'\n"
+        "    def __init__(self, x, y):\n        self.x, self.y = x, y\n"
+        "class One:\n    __slots__ = 'only'\n"
+        "class Documented:\n    __slots__ = {'a': 'the a'}\n"
+        "class Sub(Point):\n    pass\n"
+        "class Loose:\n    pass\n")
+    mod = channel.request("import", "slotmod")
+    assert mod.Abstract.__dict__["__slots__"] == () and mod.Abstract.__slots__ == ()
+    assert mod.Point.__dict__["__slots__"] == ("x", "y") and mod.One.__dict__["__slots__"] == "only"
+    assert mod.Point(1, 2).x == 1 and mod.Point.kind == "point"  # slots made no local descriptors: reads forward
+    assert type(mod.Point.x) is standins.Remote  # production's member descriptor, a handle
+    assert "__slots__" not in vars(mod.Documented) and mod.Documented.__slots__ == {"a": "the a"}  # read from there
+    assert "__slots__" not in vars(mod.Sub) and mod.Sub.__slots__ == ("x", "y")  # inherited: production's answer
+    assert "__slots__" not in vars(mod.Loose) and "kind" not in vars(mod.Point)
+    with pytest.raises(AttributeError):
+        mod.Loose.__slots__  # noqa: B018
+    with pytest.raises(AttributeError):
+        mod.Loose.__set_name__  # noqa: B018 - a probe of Python's own: never asked of production
+    assert isinstance(mod.Abstract, type) and issubclass(mod.Abstract, collections.abc.Mapping)
 
 
 def test_an_oracle_class_handed_to_production_is_copied_there(prod: Any) -> None:

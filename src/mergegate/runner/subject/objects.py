@@ -195,3 +195,12 @@ def frozen_tuple(obj: tuple[Any, ...], ref: Any) -> list[Any]:
     plain = all(getattr(kind, name, None) is getattr(tuple, name) for name in ("__len__", "__iter__", "__getitem__"))
     sent = codec.encode(items, ref) if len(items) <= 64 and _immutable(items) else None
     return ["tuple", kind.__qualname__, ref(kind), sent, plain]
+
+
+def slots(cls: type) -> list[Any] | None:
+    """A class's own ``__slots__`` declaration when it is names (a str, tuple or list of str), as plain data."""
+    declared = type.__dict__["__dict__"].__get__(cls).get("__slots__")  # its own namespace, no descriptor runs
+    names = [declared] if type(declared) is str else declared
+    if type(names) in (tuple, list) and all(type(n) is str for n in names):
+        return [type(declared).__name__, list(names)]
+    return None

@@ -157,7 +157,8 @@ def describe(obj: Any, ref: Callable[[Any], list[Any]]) -> list[Any]:
             return ["exception", name, module, bases, direct]
         abcs = [n for n in collections.abc.__all__ if n != "ByteString"  # and "tuple": a base the stand-in has
                 and issubclass(obj, getattr(collections.abc, n))] + (["tuple"] if issubclass(obj, tuple) else [])
-        return ["class", name, module, abcs, str(getattr(obj, "__name__", name))]
+        return ["class", name, module, abcs, str(getattr(obj, "__name__", name)),
+                OBJECTS.slots(obj)]
     if issubclass(type(obj), tuple):  # production's own tuple subclass (plain tuples travel by value)
         return OBJECTS.frozen_tuple(obj, ref)  # type: ignore[no-any-return]
     if OBJECTS.iterator(obj):  # read ahead by the evaluator (``trusted/ahead.py``)

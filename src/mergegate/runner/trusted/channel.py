@@ -18,13 +18,9 @@ from typing import Any
 from mergegate.runner.protocol import codec, identity, wire
 from mergegate.runner.trusted import classdefs, reverse, zones
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError, SubjectGone
+from mergegate.runner.trusted.made import make_proxy
 from mergegate.runner.trusted.methods import Method
-from mergegate.runner.trusted.proxies import (
-    BUILTIN_EXCEPTIONS,
-    ITERATION_ENDS,
-    make_proxy,
-    remote_id,
-)
+from mergegate.runner.trusted.proxies import BUILTIN_EXCEPTIONS, ITERATION_ENDS, remote_id
 
 
 def _standard(obj: Any) -> list[Any] | None:

@@ -10,12 +10,11 @@ from __future__ import annotations
 import decimal
 import fractions
 import inspect
-import sys
 import types
 from collections.abc import Callable
 from typing import Any, Literal
 
-from mergegate.runner.trusted import ahead, classdefs, frozen, hierarchy, methods, pickles, snapshots
+from mergegate.runner.trusted import classdefs, frozen, hierarchy, methods, pickles, snapshots
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
 
@@ -255,6 +254,10 @@ for _name in ("neg", "pos", "abs", "invert", "index", "setitem", "delitem", "int
 setattr(Remote, "__dir__", lambda self: list(channel_of(self).op("dir", self)))  # noqa: B010
 
 
+# Dunders of a production class read from production (the rest are Python's probes and stay local).
+_CLASS_FORWARDED = frozenset({"__members__", "__annotations__", "__slots__"})
+
+
 class RemoteType(type):
     """The metaclass of stand-ins for production classes: construction, attributes, checks forward."""
 
@@ -279,8 +282,7 @@ class RemoteType(type):
         return made
 
     def __getattr__(cls, name: str) -> Any:
-        if (name.startswith("__") and name.endswith("__") and name not in ("__members__", "__annotations__")) \
-                or name in HARNESS:
+        if (name.startswith("__") and name.endswith("__") and name not in _CLASS_FORWARDED) or name in HARNESS:
             raise AttributeError(name)  # Python's own probes (e.g. __set_name__) and the harness's stay local
         return channel_of(cls).getattr(cls, name)
 
@@ -360,40 +362,3 @@ class RemoteModule(types.ModuleType):
     def __dir__(self) -> list[str]:
         names = channel_of(self).op("dir", self)
         return [n for n in names if type(n) is str] if type(names) is list else []
-
-
-def make_proxy(ch: Link, number: int, desc: list[Any]) -> Any:
-    kind = desc[0] if desc and type(desc[0]) is str else "object"
-    if kind == "module" and len(desc) == 2 and type(desc[1]) is str:
-        existing = sys.modules.get(desc[1])
-        if type(existing) is RemoteModule and remote_id(existing) == (ch, number):
-            return existing
-        module = RemoteModule(desc[1])
-        object.__setattr__(module, "_gate_ref", (ch, number))
-        return module
-    if kind in ("class", "exception") and len(desc) >= 3 and all(type(d) is str for d in desc[1:3]):
-        bases: tuple[type, ...] = (object,)
-        if kind == "exception" and len(desc) >= 4 and type(desc[3]) is list:
-            bases = hierarchy.exception_bases(desc[3])
-        elif len(desc) >= 4 and type(desc[3]) is list and "tuple" in desc[3]:
-            bases = (tuple,)  # a production tuple subclass: ``isinstance(header, tuple)`` holds (``frozen.py``)
-        name = desc[1].rpartition(".")[2] or "Production"
-        if len(desc) == 5 and type(desc[4]) is str and desc[4].isidentifier():
-            name = desc[4]  # its __name__, when production set one (a class made at run time)
-        namespace = {"__qualname__": desc[1], "__module__": desc[2], "_gate_ref": (ch, number), "remote_type": desc[1]}
-        own = None
-        if kind == "exception" and len(desc) == 5 and type(desc[4]) is list:
-            own = hierarchy.production_bases(ch, desc[4])
-        try:
-            cls = RemoteType(name, own or bases, dict(namespace))
-        except TypeError:  # no consistent order of the production bases here: the builtin ones only
-            cls = RemoteType(name, bases, namespace)
-        if kind == "class" and len(desc) >= 4 and type(desc[3]) is list:
-            hierarchy.register(cls, desc[3])
-        return cls
-    proxy = object.__new__(Remote)
-    object.__setattr__(proxy, "_gate_ref", (ch, number))
-    object.__setattr__(proxy, "_gate_frozen", frozen.make(ch, desc) if kind == "tuple" else None)
-    object.__setattr__(proxy, "_gate_type", desc[1] if len(desc) > 1 and type(desc[1]) is str else "?")
-    object.__setattr__(proxy, "_gate_ahead", ahead.Reader() if desc[2:] == ["iterator"] and kind == "object" else None)
-    return proxy
