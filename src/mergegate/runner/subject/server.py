@@ -63,13 +63,16 @@ class Session:
         self.roots = [os.path.realpath(r).rstrip("/") + "/" for r in roots]
         self.objects: dict[int, Any] = {}
         self.ids: dict[int, int] = {}
+        self.reverses: dict[int, Any] = {}
         self.endpoint: Any = None
-        codec.SAME = codec.identity.Identity(1)  # plain values named on this connection (``identity.py``)
         codec.SAME = codec.identity.Identity(1)  # plain values named on this connection (``identity.py``)
 
     # -- values
 
     def ref(self, obj: Any) -> list[Any]:
+        if type(obj) is Callback or OBJECTS.Reverse in type(obj).__mro__:  # the oracle's own, named back
+            return ["cb" if type(obj) is Callback else "rv", object.__getattribute__(obj, "number" if type(obj)
+                    is Callback else "_gate_number")]
         key = id(obj)
         handle = self.ids.get(key)
         if handle is not None:
@@ -91,7 +94,9 @@ class Session:
         if tag == "tz" and len(data) == 2:
             return self.dec(data[1])  # a zone this side owns (or the evaluator's, as a reverse handle)
         if tag == "rv" and len(data) == 3 and type(data[1]) is int and type(data[2]) is list:
-            return OBJECTS.reverse(self, data[1], data[2])
+            if data[1] not in self.reverses:  # one stand-in per oracle object (the evaluator numbers each once)
+                self.reverses[data[1]] = OBJECTS.reverse(self, data[1], data[2])
+            return self.reverses[data[1]]
         if tag == "std" and len(data) == 3 and all(type(d) is str for d in data[1:]):
             return OBJECTS.standard(data[1], data[2])
         if tag == "tv" and len(data) == 2 and type(data[1]) is str:

@@ -98,6 +98,7 @@ class Channel:
         self.mirrors: dict[int, tuple[type, Any]] = {}
         self.mirrored: dict[int, Any] = {}
         self.callback_ids: dict[int, int] = {}
+        self.originals: dict[int, Any] = {}  # a reverse handle's number -> the oracle's own object (copies go)
         self.sticky: list[BaseException] = []
         self.calls = 0
         self.waited = 0.0  # seconds inside requests: production's work and the round trips
@@ -264,8 +265,12 @@ class Channel:
         if isinstance(obj, tuple):  # an oracle's own tuple subclass reaches production as the tuple it is
             return codec.encode(tuple(tuple.__iter__(obj)), self._ref)  # type: ignore[no-any-return]
         if not isinstance(obj, type):  # an object of the oracle's: production's uses of a copy come back here
-            number = len(self.callbacks)
-            self.callbacks.append(_copy(obj))
+            number = self.callback_ids.get(id(obj))
+            if number is None or self.originals.get(number) is not obj:  # one number per object, so production
+                number = self.callback_ids[id(obj)] = len(self.callbacks)  # holds one stand-in for it
+                self.callbacks.append(obj)
+                self.originals[number] = obj
+            self.callbacks[number] = _copy(obj)  # a fresh copy each time it is passed: the oracle's state now
             return ["rv", number, _protocols(type(obj))]
         raise codec.CodecError(f"cannot pass a {type(obj).__qualname__} to production code")
 
@@ -286,13 +291,22 @@ class Channel:
         self.mirrored[ref[1]] = obj  # coming back, the copy is the oracle's own class (or member) again
         return ["h", ref[1]]
 
-    def dec(self, data: Any) -> Any:
+    def dec(self, data: Any, copies: bool = False) -> Any:
+        """``data`` decoded; an oracle object production hands back is the oracle's own one (``copies``: the copy
+        production was given, inside the copy's own methods and operators, ``reverse.py``)."""
         try:
-            return codec.decode(data, self._resolve)
+            return codec.decode(data, self._copies if copies else self._resolve)
         except codec.CodecError as exc:
             raise SealedCallError(f"the subject sent a malformed value: {exc}") from None
 
+    def _copies(self, data: list[Any]) -> Any:
+        if data[0] == "rv" and len(data) == 2 and type(data[1]) is int and data[1] in self.originals:
+            return self.callbacks[data[1]]
+        return self._resolve(data)
+
     def _resolve(self, data: list[Any]) -> Any:
+        if data[0] in ("rv", "cb") and len(data) == 2 and type(data[1]) is int and 0 <= data[1] < len(self.callbacks):
+            return self.originals.get(data[1], self.callbacks[data[1]])  # what the oracle passed, as it is
         if data[0] == "tz" and len(data) == 2:
             zone = self.dec(data[1])
             if remote_id(zone) is None:

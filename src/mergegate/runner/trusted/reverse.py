@@ -62,7 +62,7 @@ def serve(ch: Any, message: list[Any]) -> list[Any]:
             value = getattr(obj, name)
         else:
             fn = OPS.get(name)
-            args = ch.dec(message[3]) if len(message) == 4 else None
+            args = ch.dec(message[3], copies=True) if len(message) == 4 else None
             if fn is None or type(args) is not list:
                 return ["err", "ValueError", f"unknown operation {name!r}"]
             value = fn(obj, *args)

@@ -1,0 +1,141 @@
+"""An object of the oracle's that production holds and hands back (``trusted/channel.py``, ``subject/server.py``).
+
+pyrsistent's ``pmap({dummy1: 1, dummy2: 2})`` keys a production map by the oracle's objects whose ``__eq__`` is
+identity, then reads them back (``keys == {dummy1, dummy2}``); its state machines store the oracle's objects in
+a ``pvector`` and compare what comes out with ``==``.  Production gets a copy of such an object (it never writes
+into the property's values), one stand-in per object however often it is passed, and what it hands back is the
+oracle's own object: production chooses which of the oracle's objects it returns, never what they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mergegate.runner.subject import sandbox
+from mergegate.runner.trusted import standins
+from tests.helpers import production_subject
+
+PRODUCTION = '''
+import sys
+
+def same(x):
+    return x
+
+def pair(a, b):
+    return [a, b]
+
+class Table:
+    """pyrsistent's pmap buckets: ``k == key``, never ``is``."""
+
+    def __init__(self):
+        self.items = []
+
+    def put(self, key, value):
+        self.items = [(k, v) for k, v in self.items if not k == key] + [(key, value)]
+        return self
+
+    def get(self, key):
+        for k, v in self.items:
+            if k == key:
+                return v
+        raise KeyError("missing")
+
+    def has(self, key):
+        return any(k == key for k, _ in self.items)
+
+    def keys(self):
+        return [k for k, _ in self.items]
+
+def read_x(obj):
+    return obj.x
+
+def bump_and_read(obj):
+    obj.bump()  # the oracle's method, run on the copy production was given
+    return obj.x
+
+def names_a_reverse(n):
+    """A hostile reply: every later call answers with the oracle object numbered ``n``."""
+    server = sys.modules["__main__"]
+    server.OPS["call"] = lambda s, *a: ["ok", ["rv", n]]
+'''
+
+
+class Dummy:
+    """pyrsistent's ``HashDummy``: one hash for all, equal only to itself."""
+
+    def __init__(self, x: int = 0) -> None:
+        self.x = x
+
+    def __hash__(self) -> int:
+        return 6528039219058920
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def bump(self) -> None:
+        self.x += 1
+
+
+@pytest.fixture(scope="module")
+def subject(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Subject]:
+    yield from production_subject(tmp_path_factory, "revmod", PRODUCTION, "r")
+
+
+@pytest.fixture
+def prod(subject: sandbox.Subject) -> Any:
+    return standins.Channel(subject.socket_path).request("import", "revmod")
+
+
+def test_an_oracle_object_handed_back_is_the_oracle_s_own(prod: Any) -> None:
+    d = Dummy()
+    assert prod.same(d) is d and prod.pair(d, d) == [d, d] and prod.pair(d, d)[1] is d
+
+    def f(x: int) -> int:
+        return x + 1
+
+    assert prod.same(f) is f  # a callable too
+
+
+def test_production_keys_by_the_oracle_s_identity_objects(prod: Any) -> None:
+    """pyrsistent's ``test_hash_collision_is_correctly_resolved``, with production's map."""
+    d1, d2, d3, d4 = Dummy(), Dummy(), Dummy(), Dummy()
+    table = prod.Table().put(d1, 1).put(d2, 2).put(d3, 3)
+    assert table.get(d1) == 1 and table.get(d2) == 2 and table.get(d3) == 3
+    assert not table.has(d4) and table.has(d2)
+    assert set(table.keys()) == {d1, d2, d3} and table.keys()[0] is d1
+    table.put(d1, 11)
+    assert table.get(d1) == 11 and len(table.keys()) == 3
+
+
+def test_production_sees_the_oracle_s_state_when_passed_and_never_writes_into_it(prod: Any) -> None:
+    d = Dummy(1)
+    assert prod.read_x(d) == 1
+    d.x = 5
+    assert prod.read_x(d) == 5  # each pass copies the oracle's object as it is now
+    assert prod.bump_and_read(d) == 6 and d.x == 5  # production's write reached its copy only
+    held = prod.Table().put(d, "v")
+    assert held.keys()[0] is d and d.x == 5
+
+
+def test_a_reverse_number_production_was_never_given_is_refused(subject: sandbox.Subject) -> None:
+    channel = standins.Channel(subject.socket_path)
+    mod = channel.request("import", "revmod")
+    d = Dummy()
+    assert mod.same(d) is d
+    mod.names_a_reverse(10**6)  # from now on every call answers with an oracle object that was never passed
+    with pytest.raises(standins.SealedCallError, match="unknown reference"):
+        mod.same(1)
+
+
+def test_a_reverse_number_names_only_what_this_channel_passed(subject: sandbox.Subject) -> None:
+    """Production naming a number it was given answers with that very object; nothing else of the oracle's."""
+    channel = standins.Channel(subject.socket_path)
+    mod = channel.request("import", "revmod")
+    first, second = Dummy(1), Dummy(2)
+    assert mod.same(first) is first and mod.same(second) is second
+    mod.names_a_reverse(channel.callback_ids[id(first)])
+    assert mod.same(second) is first  # production may choose which of them it returns (its answer) ...
+    assert first.x == 1 and second.x == 2  # ... never what they are
