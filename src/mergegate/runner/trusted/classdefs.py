@@ -15,6 +15,7 @@ subject names it).  An oracle class handed to production as a value is copied th
 from __future__ import annotations
 
 import ast
+import copy
 import sys
 from typing import Any
 
@@ -60,7 +61,7 @@ def mirror(ch: Link, cls: type) -> Any:
     if type(filename) is not str or not _is_trusted(filename) or module is None:
         return None
     tree = _parse(filename)
-    found = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls.__name__]
+    found = _classes(tree, cls.__name__)
     bases = [b for b in cls.__bases__ if b is not object]
     if len(found) != 1:
         return None
@@ -77,9 +78,29 @@ def _is_trusted(filename: str) -> bool:
     return any(filename.startswith(root.rstrip("/") + "/") for root in _trusted)
 
 
+_parsed: dict[tuple[str, int, int], ast.Module] = {}  # a trusted file's tree, parsed once per process
+
+
 def _parse(filename: str) -> ast.Module:
-    with open(filename, encoding="utf-8") as fh:
-        return ast.parse(fh.read(), filename)
+    """The file's syntax tree (shared: never modified; ``_send`` works on a copy of a class node)."""
+    import os
+
+    stat = os.stat(filename)
+    key = (filename, stat.st_mtime_ns, stat.st_size)
+    if key not in _parsed:
+        with open(filename, encoding="utf-8") as fh:
+            _parsed[key] = ast.parse(fh.read(), filename)
+    return _parsed[key]
+
+
+_class_nodes: dict[int, list[ast.ClassDef]] = {}  # by id of a tree ``_parsed`` keeps
+
+
+def _classes(tree: ast.Module, name: str) -> list[ast.ClassDef]:
+    """The tree's class statements named ``name`` (every class statement found once per tree)."""
+    if id(tree) not in _class_nodes:
+        _class_nodes[id(tree)] = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    return [n for n in _class_nodes[id(tree)] if n.name == name]
 
 
 def _send(ch: Link, tree: ast.Module, node: ast.ClassDef, scope: dict[str, Any], bases: list[Any],
@@ -96,6 +117,7 @@ def _send(ch: Link, tree: ast.Module, node: ast.ClassDef, scope: dict[str, Any],
             except SealedCallError:
                 continue  # cannot cross: the subject's NameError names it if the body needs it
     encoded_bases = ch.enc(bases)
+    node = copy.copy(node)  # the parsed tree stays as it is (``_parse``): new lists for what changes
     node.decorator_list = []
     node.bases = [ast.Name(f"__gate_base_{i}", ast.Load()) for i in range(len(bases))]
     node.keywords = []
@@ -110,8 +132,8 @@ def _flat(names: dict[str, Any]) -> list[Any]:
     return out
 
 
-def _statement(tree: ast.AST, name: str, line: int) -> ast.ClassDef | None:
-    found = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name]
+def _statement(tree: ast.Module, name: str, line: int) -> ast.ClassDef | None:
+    found = _classes(tree, name)
     for node in found:
         first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
         if first <= line <= (node.end_lineno or node.lineno):
