@@ -127,10 +127,10 @@ class _Recorder:
 def test_harness_probes_are_never_asked_of_production(desc: list[str]) -> None:
     """pytest, unittest and Hypothesis decide what is a test, a fixture, a mark or a skip by these names:
     a production object never answers them (it is never a test, fixture or mark of the trusted session)."""
-    from mergegate.runner.trusted import proxies
+    from mergegate.runner.trusted import made, proxies
 
     channel = _Recorder()
-    proxy = proxies.make_proxy(channel, 1, desc)  # type: ignore[arg-type]
+    proxy = made.make_proxy(channel, 1, desc)  # type: ignore[arg-type]
     for name in sorted(proxies.HARNESS):
         with pytest.raises(AttributeError):
             getattr(proxy, name)
