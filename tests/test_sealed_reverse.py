@@ -49,6 +49,24 @@ class Table:
     def keys(self):
         return [k for k, _ in self.items]
 
+class Vector:
+    """pyrsistent's pvector: a production sequence holding the oracle's objects, compared by its items."""
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def __eq__(self, other):
+        return list(self) == list(other)
+
+import collections.abc
+collections.abc.Sequence.register(Vector)
+
 def read_x(obj):
     return obj.x
 
@@ -108,6 +126,14 @@ def test_production_keys_by_the_oracle_s_identity_objects(prod: Any) -> None:
     assert set(table.keys()) == {d1, d2, d3} and table.keys()[0] is d1
     table.put(d1, 11)
     assert table.get(d1) == 11 and len(table.keys()) == 3
+
+
+def test_a_production_sequence_of_the_oracle_s_objects_compares_by_them(prod: Any) -> None:
+    """pyrsistent's state machine: ``assert [d] == pvector([d])`` (the snapshot holds the oracle's own objects)."""
+    d1, d2 = Dummy(1), Dummy(2)
+    vector = prod.Vector([d1, d2])
+    assert [d1, d2] == vector and vector == [d1, d2] and vector != [d2, d1] and vector != [d1, Dummy(2)]
+    assert d1 in vector and Dummy(1) not in vector
 
 
 def test_production_sees_the_oracle_s_state_when_passed_and_never_writes_into_it(prod: Any) -> None:

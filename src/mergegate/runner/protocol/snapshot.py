@@ -59,8 +59,9 @@ class Walk:
     """One snapshot: its node count, deadline and the path (for cycles)."""
 
     def __init__(self, ref: Callable[[Any], list[Any]], max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH,
-                 seconds: float = MAX_SECONDS) -> None:
+                 seconds: float = MAX_SECONDS, refs: tuple[type, ...] = ()) -> None:
         self.ref, self.max_nodes, self.max_depth = ref, max_nodes, max_depth
+        self.refs = refs  # the peer's own objects held here: sent as references, never walked
         self.deadline = time.monotonic() + seconds
         self.seconds = seconds
         self.nodes = 0
@@ -87,6 +88,8 @@ class Walk:
             self.path.pop()
 
     def _compound(self, obj: Any, kind: type) -> list[Any]:
+        if self.refs and issubclass(kind, self.refs):
+            return ["r", self.ref(obj)]
         if kind in (list, tuple, set, frozenset, dict):
             return self._plain(obj, kind)
         if kind in EXACT:  # a compiled pattern, a path: plain data
