@@ -67,6 +67,11 @@ class Vector:
 import collections.abc
 collections.abc.Sequence.register(Vector)
 
+def remembers(fn, _seen=[]):
+    """Production that keys a cache by the callable it was given (natsort_keygen-style)."""
+    _seen.append(fn)
+    return _seen[0] is fn
+
 def read_x(obj):
     return obj.x
 
@@ -115,6 +120,7 @@ def test_an_oracle_object_handed_back_is_the_oracle_s_own(prod: Any) -> None:
         return x + 1
 
     assert prod.same(f) is f  # a callable too
+    assert prod.remembers(f) and prod.remembers(f)  # production holds one stand-in for it, however often passed
 
 
 def test_production_keys_by_the_oracle_s_identity_objects(prod: Any) -> None:

@@ -89,14 +89,14 @@ class Session:
         tag = data[0]
         if tag == "h" and len(data) == 2 and data[1] in self.objects:
             return self.objects[data[1]]
-        if tag == "cb" and len(data) in (2, 3) and type(data[1]) is int:
-            return Callback(self, data[1], data[2] if len(data) == 3 and type(data[2]) is list else None)
+        if tag == "cb" and len(data) in (2, 3) and type(data[1]) is int:  # one stand-in per oracle callable
+            params = data[2] if len(data) == 3 and type(data[2]) is list else None
+            return self.reverses.get(data[1]) or self.reverses.setdefault(data[1], Callback(self, data[1], params))
         if tag == "tz" and len(data) == 2:
             return self.dec(data[1])  # a zone this side owns (or the evaluator's, as a reverse handle)
         if tag == "rv" and len(data) == 3 and type(data[1]) is int and type(data[2]) is list:
-            if data[1] not in self.reverses:  # one stand-in per oracle object (the evaluator numbers each once)
-                self.reverses[data[1]] = OBJECTS.reverse(self, data[1], data[2])
-            return self.reverses[data[1]]
+            known = self.reverses.get(data[1])  # one stand-in per oracle object (the evaluator numbers each once)
+            return known if known is not None else self.reverses.setdefault(data[1], OBJECTS.reverse(self, *data[1:]))
         if tag == "std" and len(data) == 3 and all(type(d) is str for d in data[1:]):
             return OBJECTS.standard(data[1], data[2])
         if tag == "tv" and len(data) == 2 and type(data[1]) is str:

@@ -99,6 +99,7 @@ class Channel:
         self.mirrored: dict[int, Any] = {}
         self.callback_ids: dict[int, int] = {}
         self.originals: dict[int, Any] = {}  # a reverse handle's number -> the oracle's own object (copies go)
+        self.params: dict[int, list[Any] | None] = {}  # a callback's number -> its parameters
         self.sticky: list[BaseException] = []
         self.calls = 0
         self.waited = 0.0  # seconds inside requests: production's work and the round trips
@@ -259,7 +260,8 @@ class Channel:
             if number is None:
                 number = self.callback_ids[key] = len(self.callbacks)
                 self.callbacks.append(obj)
-            return ["cb", number, _params(obj)]
+                self.params[number] = _params(obj)  # read once: the subject keeps one stand-in per number
+            return ["cb", number, self.params[number]]
         if type(obj) in _VIEWS:  # a view of one of the oracle's dicts: its items, in order, by value
             return codec.encode(list(obj), self._ref)  # type: ignore[no-any-return]
         if isinstance(obj, tuple):  # an oracle's own tuple subclass reaches production as the tuple it is
