@@ -1,0 +1,91 @@
+"""Bench: the floor under every sealed request, a round trip of the protocol's own framing with nothing behind it.
+
+Two processes on a socket pair; one sends ``wire.Endpoint.request(["op", i, "x" * 20])``, the other answers
+``["ok", i]`` at once: length-prefixed JSON both ways, as every sealed call, attribute read and operator does,
+but no codec, no stand-ins and no production.  Measured with both processes on one core (as ``pool.pin`` runs an
+evaluator and its subject) and on two; then raw bytes on the same socket pair, for the kernel's share.
+Against it: what a real request costs (``bench/suite.py`` prints natsort's: about 110 us with production's work).
+
+    .venv/bin/python bench/pingpong.py [--n 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from mergegate.runner.protocol import wire
+
+
+def _pin(cpu: int | None) -> None:
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+
+
+def framed(n: int, cpus: tuple[int | None, int | None]) -> float:
+    """Microseconds per framed request/reply."""
+    a, b = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        a.close()
+        _pin(cpus[1])
+        wire.Endpoint(b, lambda m: ["ok", m[1]]).serve()
+        os._exit(0)
+    b.close()
+    _pin(cpus[0])
+    end = wire.Endpoint(a, lambda m: ["err", "no"])
+    started = time.perf_counter()
+    for i in range(n):
+        end.request(["op", i, "x" * 20])
+    took = time.perf_counter() - started
+    end.close()
+    os.waitpid(pid, 0)
+    return took / n * 1e6
+
+
+def raw(n: int, cpus: tuple[int | None, int | None]) -> float:
+    """Microseconds per 30-byte send and echo, no framing."""
+    a, b = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        a.close()
+        _pin(cpus[1])
+        while data := b.recv(100):
+            b.sendall(data)
+        os._exit(0)
+    b.close()
+    _pin(cpus[0])
+    started = time.perf_counter()
+    for _ in range(n):
+        a.sendall(b"x" * 30)
+        a.recv(100)
+    took = time.perf_counter() - started
+    a.close()
+    os.waitpid(pid, 0)
+    return took / n * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20000)
+    args = parser.parse_args()
+    cores = sorted(os.sched_getaffinity(0))
+    layouts: list[tuple[str, tuple[int | None, int | None]]] = [("one core", (cores[0], cores[0]))]
+    if len(cores) > 1:
+        layouts.append(("two cores", (cores[0], cores[1])))
+    print(f"pingpong: {args.n} round trips each; Python {sys.version.split()[0]}; load {os.getloadavg()[0]:.2f}")
+    for label, cpus in layouts:
+        framed_us = framed(args.n, cpus)
+        os.sched_setaffinity(0, set(cores))
+        raw_us = raw(args.n, cpus)
+        os.sched_setaffinity(0, set(cores))
+        print(f"  {label:9}: framed request/reply {framed_us:6.1f} us   raw bytes {raw_us:6.1f} us")
+
+
+if __name__ == "__main__":
+    main()
