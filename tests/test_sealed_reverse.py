@@ -72,6 +72,30 @@ def remembers(fn, _seen=[]):
     _seen.append(fn)
     return _seen[0] is fn
 
+class Frozen:
+    """pyrsistent's pmap: immutable, its hash computed once from its items."""
+
+    def __init__(self, items):
+        self.items = tuple(items)
+
+    def __eq__(self, other):
+        return isinstance(other, Frozen) and self.items == other.items
+
+    def __hash__(self):
+        if not hasattr(self, "_hash"):
+            self._hash = hash(self.items)
+        return self._hash
+
+class Box:
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return isinstance(other, Box) and self.value == other.value
+
+    def __hash__(self):
+        return hash(self.value)
+
 def read_x(obj):
     return obj.x
 
@@ -140,6 +164,32 @@ def test_a_production_sequence_of_the_oracle_s_objects_compares_by_them(prod: An
     vector = prod.Vector([d1, d2])
     assert [d1, d2] == vector and vector == [d1, d2] and vector != [d2, d1] and vector != [d1, Dummy(2)]
     assert d1 in vector and Dummy(1) not in vector
+
+
+class Controlled:
+    """pyrsistent's ``HashabilityControlled``: hashable until told otherwise."""
+
+    hashable = True
+
+    def __hash__(self) -> int:
+        if self.hashable:
+            return 4
+        raise ValueError("I am not currently hashable.")
+
+
+def test_the_same_state_hashes_as_it_did(prod: Any) -> None:
+    """``map_does_not_hash_values_on_second_hash_invocation``: the evaluator hashes a production object from its
+    state, and a state it hashed before keeps its hash; a changed state is hashed afresh."""
+    item = Controlled()
+    frozen = prod.Frozen([item])
+    first = hash(frozen)
+    item.hashable = False
+    assert hash(frozen) == first
+    box = prod.Box(1)
+    one = hash(box)
+    box.value = 2
+    assert one == hash(prod.Box(1)) != hash(prod.Box(2))
+    assert hash(box) == hash(prod.Box(2)) and box == prod.Box(2)  # hashed again from the new state, as ``==`` is
 
 
 def test_production_sees_the_oracle_s_state_when_passed_and_never_writes_into_it(prod: Any) -> None:

@@ -50,6 +50,7 @@ def make_proxy(ch: Link, number: int, desc: list[Any]) -> Any:
     proxy = object.__new__(Remote)
     object.__setattr__(proxy, "_gate_ref", (ch, number))
     object.__setattr__(proxy, "_gate_frozen", frozen.make(ch, desc) if kind == "tuple" else None)
+    object.__setattr__(proxy, "_gate_hashed", None)  # (snapshot, hash) of its last hash (``Remote.__hash__``)
     object.__setattr__(proxy, "_gate_type", desc[1] if len(desc) > 1 and type(desc[1]) is str else "?")
     object.__setattr__(proxy, "_gate_ahead", ahead.Reader() if desc[2:] == ["iterator"] and kind == "object" else None)
     return proxy

@@ -52,7 +52,7 @@ HARNESS = frozenset({
 class Remote:
     """An opaque handle to an object that stays in the subject; every use is a request."""
 
-    __slots__ = ("__weakref__", "_gate_ahead", "_gate_frozen", "_gate_ref", "_gate_type")  # ahead.py, frozen.py
+    __slots__ = ("__weakref__", "_gate_ahead", "_gate_frozen", "_gate_hashed", "_gate_ref", "_gate_type")
 
     def __getattr__(self, name: str) -> Any:
         if name in HARNESS:
@@ -118,7 +118,12 @@ class Remote:
         mine = _snap(self)
         if type(mine) is not snapshots.Snap and remote_id(mine) is not None:
             return hash(("handle", remote_id(mine)[1]))  # type: ignore[index]
-        return hash(mine)
+        last = object.__getattribute__(self, "_gate_hashed")
+        if last is not None and snapshots.same_state(last[0], mine):
+            return int(last[1])  # the same state hashes as it did (pyrsistent's pmap caches its own hash)
+        value = hash(mine)
+        object.__setattr__(self, "_gate_hashed", (mine, value))
+        return value
 
     def __bool__(self) -> bool:
         # ``if x:`` / ``assert x``: decided from the snapshot (a container's size; an object without

@@ -151,6 +151,14 @@ class Snap:
                               "from its state (sets and sequences do); compare plain values read off it")
 
 
+def same_state(earlier: Any, now: Any) -> bool:
+    """Whether two snapshots of one object show the same state (the evaluator's ``==``; any doubt is no)."""
+    try:
+        return type(earlier) is type(now) and bool(earlier == now)
+    except Exception:
+        return False
+
+
 def resolve(value: Any) -> Any:
     """A handle's snapshot (its class says how to take it: ``Remote.gate_snapshot``); anything else as it is."""
     snap = getattr(type(value), "gate_snapshot", None)
