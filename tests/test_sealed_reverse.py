@@ -103,6 +103,24 @@ def bump_and_read(obj):
     obj.bump()  # the oracle's method, run on the copy production was given
     return obj.x
 
+def rewrites_the_oracle(obj):
+    """Hostile: ask for the oracle's own function behind a method of its object, and rewrite it there."""
+    server = sys.modules["__main__"]
+    method = obj.bump
+    s = method.session
+    ask = lambda n, name: server.OBJECTS.answer(s, s.endpoint.request(["rget", n, name]))
+    tried = []
+    for step in (lambda: ask(ask(method.number, "__func__").number, "__setattr__")("__code__", ask(
+                     ask(obj.keep.number, "__func__").number, "__code__")),
+                 lambda: ask(ask(method.number, "__func__").number, "__setattr__")("__doc__", "rewritten"),
+                 lambda: server.OBJECTS.answer(s, s.endpoint.request(["rop", method.number, "call", s.enc([[], {}])]))):
+        try:
+            step()
+            tried.append("done")
+        except Exception as exc:
+            tried.append(type(exc).__name__)
+    return tried
+
 def names_a_reverse(n):
     """A hostile reply: every later call answers with the oracle object numbered ``n``."""
     server = sys.modules["__main__"]
@@ -124,6 +142,9 @@ class Dummy:
 
     def bump(self) -> None:
         self.x += 1
+
+    def keep(self) -> None:
+        pass
 
 
 @pytest.fixture(scope="module")
@@ -221,3 +242,13 @@ def test_a_reverse_number_names_only_what_this_channel_passed(subject: sandbox.S
     mod.names_a_reverse(channel.callback_ids[id(first)])
     assert mod.same(second) is first  # production may choose which of them it returns (its answer) ...
     assert first.x == 1 and second.x == 2  # ... never what they are
+
+
+def test_production_reaches_no_function_of_the_oracle_s_behind_a_callable_it_holds(prod: Any) -> None:
+    """A callable of the oracle's is only ever called: its attributes (``__func__``, ``__setattr__``, ``__code__``)
+    are not production's to read, so production cannot rewrite the oracle's own method in this process."""
+    d = Dummy(1)
+    with pytest.raises(standins.SealedCallError, match=r"unknown object of the oracle's.*__func__"):
+        prod.rewrites_the_oracle(d)  # every step is refused (production sees ValueError); the property fails
+    d.bump()
+    assert d.x == 2 and Dummy.bump.__doc__ is None

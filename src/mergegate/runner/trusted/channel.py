@@ -361,7 +361,7 @@ class Channel:
         if message[0] == "rmod":
             return reverse.module_name(self, message)
         if message[0] != "callback" or len(message) != 4 or type(message[1]) is not int \
-                or not 0 <= message[1] < len(self.callbacks):
+                or not 0 <= message[1] < len(self.callbacks) or message[1] in self.originals:
             return ["err", "ValueError", "the subject asked for an unknown callback"]
         fn = self.callbacks[message[1]]
         try:

@@ -15,6 +15,7 @@ import operator
 from typing import Any
 
 from mergegate.runner.protocol import codec
+from mergegate.runner.trusted.faults import SealedCallError
 
 OPS: dict[str, Any] = {
     "getitem": operator.getitem, "len": len, "iter": iter, "next": next, "contains": operator.contains,
@@ -52,8 +53,13 @@ def _refuse(obj: Any) -> list[Any]:
 def serve(ch: Any, message: list[Any]) -> list[Any]:
     """One ``rget`` (``[op, number, name]``) or ``rop`` (``[op, number, name, args]``) request."""
     number = message[1] if len(message) >= 3 else None
-    if type(number) is not int or not 0 <= number < len(ch.callbacks) or type(message[2]) is not str \
+    if type(number) is not int or number not in ch.originals or type(message[2]) is not str \
             or message[2].startswith("_gate"):
+        # Only a copy the oracle passed answers; a callable of the oracle's is the original and is only ever
+        # called (``__func__.__setattr__('__code__', ...)`` would rewrite the oracle here). Honest production
+        # never asks this: the property fails.
+        ch.sticky.append(SealedCallError(f"the subject asked for an unknown object of the oracle's: "
+                                         f"{str(message[:3])[:120]}"))
         return ["err", "ValueError", "the subject asked for an unknown object of the oracle's"]
     obj, name = ch.callbacks[number], message[2]
     expected: tuple[type[BaseException], ...] = ANSWERS.get("rget" if message[0] == "rget" else name, ())
