@@ -357,3 +357,52 @@ def test_a_poisoned_cache_entry_is_refused_by_its_source_hash(bwrap_works: bool,
         assert standins.Channel(subj.socket_path).request("import", "probe").VALUE == 41
     finally:
         subj.close()
+
+
+GATE_LEFT_BEHIND = '''
+import sys, time
+from pathlib import Path
+from mergegate.runner.subject import sandbox
+from mergegate.runner.trusted import standins
+tree, scratch, containment = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+spec = sandbox.SubjectSpec(str(tree), (str(tree / "src"),), preload=("probes",))
+subj = sandbox.Subject(spec, containment, scratch, "k")
+assert standins.Channel(subj.socket_path).request("import", "probes").identity()["uid"] >= 0
+print(subj.proc.pid, flush=True)
+time.sleep(600)
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("containment", [sandbox.NONE, sandbox.BUBBLEWRAP])
+def test_a_subject_the_gate_left_behind_ends_itself(bwrap_works: bool, tree: Path, tmp_path: Path,
+                                                    containment: str) -> None:
+    """A gate killed outright (SIGKILL, an OOM kill, a CI job's timeout) never closes its subjects: without
+    bubblewrap's --die-with-parent the fork server notices that its gate is gone and ends (with its children)."""
+    import signal
+    import subprocess
+
+    if containment == sandbox.BUBBLEWRAP and not bwrap_works:
+        pytest.skip("bubblewrap cannot run here")  # never in CI (conftest.py requires it there)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    gate = subprocess.Popen([sys.executable, "-c", GATE_LEFT_BEHIND, str(tree), str(scratch), containment],
+                            stdout=subprocess.PIPE, text=True, cwd=str(Path(__file__).resolve().parents[1]),
+                            env={**os.environ, "PYTHONPATH": str(Path(sandbox.__file__).resolve().parents[3])})
+    assert gate.stdout is not None
+    server = int(gate.stdout.readline())
+    assert _alive(server)
+    gate.send_signal(signal.SIGKILL)
+    gate.wait()
+    deadline = time.monotonic() + 10
+    while _alive(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _alive(server):
+        os.kill(server, signal.SIGKILL)
+        pytest.fail(f"the subject server {server} outlived its gate by 10 s")

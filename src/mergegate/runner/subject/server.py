@@ -35,23 +35,6 @@ def load_protocol(folder: str) -> tuple[Any, Any]:
     return (importlib.import_module(f"{PROTOCOL_PACKAGE}.codec"), importlib.import_module(f"{PROTOCOL_PACKAGE}.wire"))
 
 
-def lower_limits(config: dict[str, Any]) -> None:
-    """Hard limits, lowered before production runs (a process can never raise them again)."""
-    wanted = {
-        resource.RLIMIT_AS: config.get("memory_bytes"),
-        resource.RLIMIT_NPROC: config.get("max_processes"),
-        resource.RLIMIT_CORE: 0,
-        resource.RLIMIT_FSIZE: config.get("max_file_bytes"),
-    }
-    for which, value in wanted.items():
-        if value is None:
-            continue
-        hard = resource.getrlimit(which)[1]
-        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(which, (value, value))
-
-
 # ---------------------------------------------------------------- the object table and the requests
 
 
@@ -362,7 +345,7 @@ def _death_signal() -> Callable[[], None]:
 
 def main() -> None:
     config = json.loads(sys.argv[1])
-    lower_limits(config)
+    _beside("limits.py", "_mergegate_subject_limits").lower_limits(config)
     codec, wire = load_protocol(config["protocol"])
     listener = socket.socket(fileno=int(config["listen_fd"]))
     sys.dont_write_bytecode = True
@@ -384,8 +367,15 @@ def main() -> None:
 
     gc.collect()
     gc.freeze()  # production's imported objects: shared by every child, never rescanned
+    gate = os.getppid()
+    listener.settimeout(2.0)  # every 2 s without a connection: is the gate that started this server still there?
     while True:
-        conn, _ = listener.accept()
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            if os.getppid() != gate:  # the gate was killed: no one connects again (outside bubblewrap's
+                os._exit(0)  # --die-with-parent, this is what ends a server it left behind)
+            continue
         if os.fork() == 0:
             die_with_parent()
             listener.close()
