@@ -132,6 +132,10 @@ def test_the_reason_is_one_short_line_and_the_shared_entry_still_parses() -> Non
                              trial.Outcome(trial.SHARED, "fail x: a # b: c\r\nd"))
     prop = catalog.parse_entry(text, "a.yaml")
     assert prop.isolation == "shared" and text.count(b"\n") == 5
+    both = trial.allow_skip_text(text, trial.decide(["fail x"], [], skips="fail Skipped:t: skipped # x\r\ny: z"))
+    prop = catalog.parse_entry(both, "a.yaml")
+    assert prop.isolation == "shared" and prop.allow_skip is True and both.count(b"\n") == 7
+    assert trial.decide([], None, skips="why").skips == "why" and not trial.decide(["a"], ["b"], skips="why").skips
 
 
 # Found adopting priority (docs/adoption.md, G1): ``@given`` above ``@settings`` is valid Hypothesis, and
@@ -180,3 +184,71 @@ def test_given_above_settings_runs_sealed_with_its_own_settings(tmp_path: Path, 
     assert proc.returncode == 1, proc.stdout + proc.stderr
     reasons = {p["prop"]: p["reason"] for p in json.loads(proc.stdout)["properties"]}
     assert reasons[f"decorators.{test}"] == "regression", reasons
+
+
+# Found adopting pyrsistent: its vector tests take a fixture with one instance per implementation, and the C one
+# is not built here (``pytest.importorskip`` in the fixture). Each such test skipped one instance, so the import
+# left all 101 out and a real bug in the vector code went unexercised (``review``, never a reject).
+SKIPPING = '''\
+from decimal import Decimal
+
+import pytest
+
+from shop.tax import tax_for
+
+
+@pytest.fixture(params=["shop.tax", "shop.rates", "shop._ctax"])
+def impl(request):
+    return pytest.importorskip(request.param)
+
+
+def test_each_implementation(impl):
+    assert impl.tax_for(Decimal("0"), "0.2") == Decimal("0")
+
+
+@pytest.mark.parametrize("rate", ["0", pytest.param("0.5", marks=pytest.mark.skipif(True, reason="other platform"))])
+def test_each_rate(rate):
+    assert tax_for(Decimal("0"), rate) == Decimal("0")
+
+
+@pytest.mark.skip(reason="never here")
+def test_never_here():
+    assert tax_for(Decimal("0"), "0.2") == Decimal("0")
+'''
+
+
+def test_an_entry_whose_some_tests_skip_here_is_written_with_allow_skip_and_judges(tmp_path: Path) -> None:
+    path = init_repo(tmp_path / "shop")
+    sign_and_commit(path, {**project_files(), "src/shop/rates.py": "from shop.tax import tax_for\n"}, "the shop")
+    write(path, {"oracles/properties/test_skipping.py": SKIPPING})
+    proc = gate(path, "catalog", "import")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for test in ("each_implementation", "each_rate"):
+        assert f"test_skipping.py::test_{test}  (plain test, sealed; allow_skip: some of its tests skip here (" \
+            in proc.stdout, proc.stdout
+        text = (path / CAT / f"skipping.{test}.yaml").read_bytes()
+        assert b"# gate catalog import: some of its tests skip on the work tree (" in text
+        assert catalog.parse_entry(text, "x.yaml").allow_skip is True
+    assert "left out  oracles/properties/test_skipping.py::test_never_here  (plain test)" in proc.stdout
+    assert "2 entries written (2 sealed, 0 shared" in proc.stdout
+    base = sign_and_commit(path, {}, "catalog: adopt")
+    tax = (path / "src/shop/tax.py").read_text()
+    clean = commit(path, {"src/shop/tax.py": tax + "\n# tidy\n"}, "tidy", env=AGENT)
+    proc = gate(path, "check", "--base", base, "--head", clean, "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["decision"] == "admit", proc.stdout + proc.stderr
+    git(path, "reset", "-q", "--hard", base)
+    bug = tax.replace("def tax_for(", "def _tax_for(") + (
+        "\n\ndef tax_for(amount, rate):\n    return _tax_for(amount, rate) + Decimal('0.01')\n")
+    head = commit(path, {"src/shop/tax.py": bug}, "tax: a cent more", env=AGENT)
+    proc = gate(path, "check", "--base", base, "--head", head, "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    reasons = {p["prop"]: p["reason"] for p in json.loads(proc.stdout)["properties"]}
+    assert reasons["skipping.each_implementation"] == reasons["skipping.each_rate"] == "regression", reasons
+    # allow_skip never hides an instance the base ran: production that makes one skip is rejected (narrowed)
+    git(path, "reset", "-q", "--hard", base)
+    gone = "raise ModuleNotFoundError(\"No module named 'shop.rates'\", name='shop.rates')\n"
+    head = commit(path, {"src/shop/rates.py": gone}, "rates: not built here", env=AGENT)
+    proc = gate(path, "check", "--base", base, "--head", head, "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    reasons = {p["prop"]: p["reason"] for p in json.loads(proc.stdout)["properties"]}
+    assert reasons["skipping.each_implementation"] == "narrowed", reasons

@@ -108,6 +108,9 @@ def run_import(args: argparse.Namespace) -> int:
         if outcome is not None and outcome.how == trial.SHARED:
             text = trial.shared_text(text, outcome)
             how = f"shared: fails sealed ({outcome.sealed_reason})"
+        if outcome is not None and outcome.skips:
+            text = trial.allow_skip_text(text, outcome)
+            how = f"{how}; allow_skip: some of its tests skip here ({outcome.skips})"
         writes.append((top / new.path, text, 0o644))
         written.append(new)
         lines.append(textsafe.line(f"added {new.path}  {new.test.nodeid}  ({_kind(new)}, {how})"))

@@ -10,7 +10,13 @@ the tree the maintainer is about to commit:
 - it fails both ways (a test that fails or skips here, or whose oracle cannot
   load at all): left out and listed with both reasons, so no entry the import
   writes can fail on both sides of every later patch (``uniform_fail``) or make
-  every ``gate check`` exit 2 (an oracle that cannot load at the base).
+  every ``gate check`` exit 2 (an oracle that cannot load at the base);
+- some of its tests skip here and the rest pass (a fixture's instance for a C
+  extension not built here, a ``skipif`` for another platform): tried again with
+  ``allow_skip: true`` and, when that passes, written so, with a comment saying
+  which skip.  Sound because a test the base ran and the head skips is still a
+  fail (``narrowed``, ``rules/differential.py``); an entry whose every test skips
+  has no examples and stays left out.
 
 The trial runs on the work tree as it is (production and oracle files), at the
 policy's seeds, with the gate's own runner: what it reports is what ``gate run
@@ -24,10 +30,14 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mergegate import textsafe
 from mergegate.records import catalog
 from mergegate.records.policy import Policy
+
+if TYPE_CHECKING:
+    from mergegate.runner.specs import Spec
 
 SEALED, SHARED, LEFT_OUT = "sealed", "shared", "left out"
 REASON_MAX = 160  # characters of a run's reason kept in the entry's comment and the listing
@@ -40,15 +50,16 @@ class Outcome:
     how: str  # SEALED | SHARED | LEFT_OUT
     sealed_reason: str = ""  # why it failed sealed ("" when it passed)
     shared_reason: str = ""  # why it failed in-process ("" when it passed or was not tried)
+    skips: str = ""  # why some of its tests skip, when it passes only with ``allow_skip: true``
 
 
-def decide(sealed_failures: Sequence[str], shared_failures: Sequence[str] | None) -> Outcome:
-    """The outcome from the failing rows' reasons (pure): empty means every row passed;
-    ``shared_failures`` is None when the entry was not run in-process (it passed sealed)."""
+def decide(sealed_failures: Sequence[str], shared_failures: Sequence[str] | None, skips: str = "") -> Outcome:
+    """The outcome from the failing rows' reasons (pure): empty means every row passed (``skips``: with
+    ``allow_skip``, for that reason); ``shared_failures`` is None when the entry was not run in-process."""
     if not sealed_failures:
-        return Outcome(SEALED)
+        return Outcome(SEALED, skips=skips)
     if shared_failures is not None and not shared_failures:
-        return Outcome(SHARED, sealed_failures[0])
+        return Outcome(SHARED, sealed_failures[0], skips=skips)
     return Outcome(LEFT_OUT, sealed_failures[0], (shared_failures or ["not run"])[0])
 
 
@@ -65,6 +76,13 @@ def shared_text(text: bytes, outcome: Outcome) -> bytes:
     why = outcome.sealed_reason.replace("\n", " ").replace("\r", " ")
     comment = f"# gate catalog import: fails sealed on the work tree ({why}); passes in-process"
     return text + (comment + "\nisolation: shared\n").encode()
+
+
+def allow_skip_text(text: bytes, outcome: Outcome) -> bytes:
+    """The entry with ``allow_skip: true`` and the comment saying which skip (one line)."""
+    why = outcome.skips.replace("\n", " ").replace("\r", " ")
+    comment = f"# gate catalog import: some of its tests skip on the work tree ({why}); the others pass"
+    return text + (comment + "\nallow_skip: true\n").encode()
 
 
 def run_trial(top: Path, entries: Sequence[tuple[catalog.Property, bytes]], policy: Policy,
@@ -88,17 +106,34 @@ def run_trial(top: Path, entries: Sequence[tuple[catalog.Property, bytes]], poli
     tree = tree_info(top, policy, "work tree")
     seeds = policy.verdict.seeds
 
-    def failures(chosen: list[speclib.Spec]) -> dict[str, list[str]]:
+    def failures(chosen: list[speclib.Spec]) -> dict[str, list[tuple[str, bool]]]:
+        """Each entry's failing rows: (reason, whether it failed only because a test skipped)."""
         with progress_bar() as progress:
             rows = run_tasks([(tree, spec, seed) for spec, seed in plan(chosen, seeds)], policy, jobs, progress)
-        out: dict[str, list[str]] = {s.prop.id: [] for s in chosen}
+        out: dict[str, list[tuple[str, bool]]] = {s.prop.id: [] for s in chosen}
         for row in rows:
             if row.status != "pass":
-                out[row.prop].append(reason_of(row.status, row.witness, row.error, row.load_error))
+                out[row.prop].append((reason_of(row.status, row.witness, row.error, row.load_error),
+                                      row.witness.startswith("Skipped:")))
         return out
 
-    sealed = failures(specs)
-    retry = [dataclasses.replace(s, prop=dataclasses.replace(s.prop, isolation="shared"))
-             for s in specs if sealed[s.prop.id]]
-    shared = failures(retry) if retry else {}
-    return {s.prop.id: decide(sealed[s.prop.id], shared.get(s.prop.id)) for s in specs}
+    def attempt(chosen: list[speclib.Spec]) -> tuple[dict[str, list[str]], dict[str, str]]:
+        """Failing reasons by entry; one that failed only by skips is tried again with ``allow_skip`` (its
+        other tests must pass), and where that passes it has no failures and its skip reason is kept."""
+        first = failures(chosen)
+        skipping = [_with(s, allow_skip=True) for s in chosen
+                    if first[s.prop.id] and all(skipped for _, skipped in first[s.prop.id])]
+        again = failures(skipping) if skipping else {}
+        skips = {pid: first[pid][0][0] for pid, rows in again.items() if not rows}
+        return {pid: [] if pid in skips else [r for r, _ in rows] for pid, rows in first.items()}, skips
+
+    sealed, sealed_skips = attempt(specs)
+    retry = [_with(s, isolation="shared") for s in specs if sealed[s.prop.id]]
+    shared, shared_skips = attempt(retry) if retry else ({}, {})
+    return {s.prop.id: decide(sealed[s.prop.id], shared.get(s.prop.id),
+                              sealed_skips.get(s.prop.id) or shared_skips.get(s.prop.id, "")) for s in specs}
+
+
+def _with(spec: Spec, **change: Any) -> Spec:
+    """``spec`` with its catalog entry changed (``isolation``, ``allow_skip``) for a run of the trial."""
+    return dataclasses.replace(spec, prop=dataclasses.replace(spec.prop, **change))

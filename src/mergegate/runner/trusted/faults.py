@@ -21,6 +21,11 @@ class ProductionImportError(ImportError):
     """A production module failed to import in the subject: production's failure, not the oracle's."""
 
 
+class ProductionModuleNotFound(ProductionImportError, ModuleNotFoundError):
+    """The subject has no such module (``mypkg._speedups`` not built here): ``pytest.importorskip`` skips, as in
+    one process (a test the base ran and the head skips still fails, ``narrowed``)."""
+
+
 class SealedCallError(TypeError):
     """A value cannot cross the boundary, or the protocol broke; the message names the fix."""
 

@@ -26,6 +26,7 @@ from mergegate.runner.trusted.channel import Channel
 from mergegate.runner.trusted.faults import (
     ProductionError,
     ProductionImportError,
+    ProductionModuleNotFound,
     SealedCallError,
     SubjectGone,
 )
@@ -54,8 +55,9 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         try:
             module = self.channel.request("import", spec.name)
         except Exception as exc:
-            raise ProductionImportError(f"production module {spec.name} failed to import in the subject: "
-                                        f"{type(exc).__name__}: {exc}", name=spec.name) from None
+            kind = ProductionModuleNotFound if isinstance(exc, ModuleNotFoundError) else ProductionImportError
+            raise kind(f"production module {spec.name} failed to import in the subject: {type(exc).__name__}: "
+                       f"{exc}", name=spec.name) from None
         if type(module) is not RemoteModule:
             raise ProductionImportError(f"the subject did not answer the import of {spec.name} with a module",
                                         name=spec.name)
