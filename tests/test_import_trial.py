@@ -179,11 +179,17 @@ def test_given_above_settings_runs_sealed_with_its_own_settings(tmp_path: Path, 
     assert "def tax_for(" in tax
     bug = tax.replace("def tax_for(", "def _tax_for(") + (
         "\n\ndef tax_for(amount, rate):\n    return _tax_for(amount, rate) + (Decimal('0.01') if amount > 50 else 0)\n")
-    head = commit(path, {"src/shop/tax.py": bug}, "tax: off by a cent", env=AGENT)
+    reasons = rejected(path, base, {"src/shop/tax.py": bug}, "tax: off by a cent")
+    assert reasons[f"decorators.{test}"] == "regression", reasons
+
+
+def rejected(path: Path, base: str, files: dict[str, str | bytes | None], message: str) -> dict[str, str]:
+    """An agent's commit of ``files`` on ``base``, checked: rejected (exit 1); each entry's reason."""
+    git(path, "reset", "-q", "--hard", base)
+    head = commit(path, files, message, env=AGENT)
     proc = gate(path, "check", "--base", base, "--head", head, "--json")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    reasons = {p["prop"]: p["reason"] for p in json.loads(proc.stdout)["properties"]}
-    assert reasons[f"decorators.{test}"] == "regression", reasons
+    return {p["prop"]: p["reason"] for p in json.loads(proc.stdout)["properties"]}
 
 
 # Found adopting pyrsistent: its vector tests take a fixture with one instance per implementation, and the C one
@@ -236,19 +242,11 @@ def test_an_entry_whose_some_tests_skip_here_is_written_with_allow_skip_and_judg
     clean = commit(path, {"src/shop/tax.py": tax + "\n# tidy\n"}, "tidy", env=AGENT)
     proc = gate(path, "check", "--base", base, "--head", clean, "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["decision"] == "admit", proc.stdout + proc.stderr
-    git(path, "reset", "-q", "--hard", base)
     bug = tax.replace("def tax_for(", "def _tax_for(") + (
         "\n\ndef tax_for(amount, rate):\n    return _tax_for(amount, rate) + Decimal('0.01')\n")
-    head = commit(path, {"src/shop/tax.py": bug}, "tax: a cent more", env=AGENT)
-    proc = gate(path, "check", "--base", base, "--head", head, "--json")
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    reasons = {p["prop"]: p["reason"] for p in json.loads(proc.stdout)["properties"]}
+    reasons = rejected(path, base, {"src/shop/tax.py": bug}, "tax: a cent more")
     assert reasons["skipping.each_implementation"] == reasons["skipping.each_rate"] == "regression", reasons
     # allow_skip never hides an instance the base ran: production that makes one skip is rejected (narrowed)
-    git(path, "reset", "-q", "--hard", base)
     gone = "raise ModuleNotFoundError(\"No module named 'shop.rates'\", name='shop.rates')\n"
-    head = commit(path, {"src/shop/rates.py": gone}, "rates: not built here", env=AGENT)
-    proc = gate(path, "check", "--base", base, "--head", head, "--json")
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    reasons = {p["prop"]: p["reason"] for p in json.loads(proc.stdout)["properties"]}
+    reasons = rejected(path, base, {"src/shop/rates.py": gone}, "rates: not built here")
     assert reasons["skipping.each_implementation"] == "narrowed", reasons
