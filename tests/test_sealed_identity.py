@@ -46,6 +46,25 @@ def append_to(xs):
     xs.append("production's")
     return xs
 
+class Map:
+    """pyrsistent's pmap: setting a key to the value it already holds (``is``) returns the map itself."""
+
+    def __init__(self):
+        self.items = {"k": 10**6 + 1, "t": ("a", 2.5)}
+
+    def __getitem__(self, key):
+        return self.items[key]
+
+    def get(self, key):
+        return self.items[key]
+
+    def set(self, key, value):
+        if self.items.get(key) is value:
+            return self
+        out = Map()
+        out.items = dict(self.items, **{key: value})
+        return out
+
 def made_up_name(n):
     """A hostile reply: a name no side gave."""
     server = sys.modules["__main__"]
@@ -105,6 +124,14 @@ def test_identity_holds_across_requests_nan_keys(prod: Any) -> None:
     assert prod.keep_last(nan) is nan and prod.keep_last(1.25) is nan
     other = float("nan")
     assert prod.same(other) is other and prod.same(other) is not nan
+
+
+def test_a_value_production_returned_goes_back_as_its_own_object(prod: Any) -> None:
+    """pyrsistent's ``m.set(k, m[k]) is m``: a value production returned (an attribute, a call's result, an
+    operator's) is named, so passed back it is production's very object."""
+    m = prod.Map()
+    assert m.set("k", m["k"]) is m and m.set("t", m.get("t")) is m
+    assert m.set("k", 10**6 + 1) is not m  # an equal value the property made is not production's object
 
 
 def test_mutable_values_stay_copies(prod: Any) -> None:

@@ -91,6 +91,12 @@ class Session:
     def dec(self, data: Any) -> Any:
         return self.codec.decode(data, self.resolve)
 
+    def out(self, value: Any) -> Any:
+        """A reply's value; an immutable one named (``identity.py``): passed back, it is this very object."""
+        data = self.enc(value)
+        name = None if type(data) is list and data[:1] == ["~"] else self.codec.SAME.add(value)
+        return data if name is None else ["=", name, data]
+
     # -- requests
 
     def handle(self, message: list[Any]) -> list[Any]:
@@ -184,7 +190,7 @@ def op_import(s: Session, name: str) -> list[Any]:
 
 
 def op_getattr(s: Session, target: Any, name: str) -> list[Any]:
-    return ["ok", s.enc(getattr(s.dec(target), name))]
+    return ["ok", s.out(getattr(s.dec(target), name))]
 
 
 def op_setattr(s: Session, target: Any, name: str, value: Any) -> list[Any]:
@@ -199,14 +205,14 @@ def op_delattr(s: Session, target: Any, name: str) -> list[Any]:
 
 def op_call(s: Session, target: Any, args: Any, kwargs: Any) -> list[Any]:
     fn, pos, kw = s.dec(target), s.dec(args), s.dec(kwargs)
-    return ["ok", s.enc(fn(*pos, **kw))]
+    return ["ok", s.out(fn(*pos, **kw))]
 
 
 def op_callattr(s: Session, target: Any, name: str, args: Any, kwargs: Any) -> list[Any]:
     """``target.name(*args, **kwargs)``: an attribute read and its call in one request."""
     fn = getattr(s.dec(target), name)
     pos, kw = s.dec(args), s.dec(kwargs)
-    return ["ok", s.enc(fn(*pos, **kw))]
+    return ["ok", s.out(fn(*pos, **kw))]
 
 
 def _next(it: Any) -> Any:
@@ -232,7 +238,8 @@ def op_op(s: Session, name: str, args: Any) -> list[Any]:
     fn = OPERATORS.get(name)
     if fn is None:
         raise ValueError(f"unknown operator {name!r}")
-    return ["ok", s.enc(fn(*s.dec(args)))]
+    value = fn(*s.dec(args))
+    return ["ok", s.out(value) if name in ("getitem", "next") else s.enc(value)]  # an item: passed back, itself
 
 
 def op_twin(s: Session) -> list[Any]:
