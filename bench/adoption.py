@@ -27,7 +27,7 @@ virtualenv's Python (this checkout's ``src/`` is put first on ``PYTHONPATH``, so
 checkout's, not what the virtualenv's editable install points at).  Not run in CI.
 
     .venv/bin/python bench/adoption.py [--work /work/adopt/study] [--only NAME ...] [--skip-replay]
-        [--skip-bugs] [--skip-speed] [--skip-agreement] [--max-replay N] [--shared-all]
+        [--skip-bugs] [--skip-speed] [--skip-agreement] [--max-replay N] [--replay-from N] [--shared-all]
 
 It prints the figures and writes ``<work>/results.json`` (``<work>/results-NAME.json`` with one ``--only``).
 """
@@ -616,7 +616,10 @@ def speed(name: str, cfg: dict[str, Any], work: Path, repeat: int = 2) -> dict[s
             "jobs": jobs, "loadavg": [round(x, 2) for x in loads], "decision": decision}
 
 
-def replay(name: str, cfg: dict[str, Any], work: Path, limit: int | None = None) -> list[dict[str, Any]]:
+def replay(name: str, cfg: dict[str, Any], work: Path, limit: int | None = None,
+           start: int = 1) -> list[dict[str, Any]]:
+    """Each upstream commit as the maintainer's oracle commit then the agent's package commit, judged; the
+    commits before ``start`` are taken as they are, unjudged (both parts a person's: a run resumed there)."""
     repo = work / name
     git(repo, "checkout", "-q", "-B", "replay", "adopted")
     commits = git(
@@ -631,6 +634,12 @@ def replay(name: str, cfg: dict[str, Any], work: Path, limit: int | None = None)
         take_tree(repo, c, cfg["tests"])
         take_tree(repo, c, cfg["package"])
         synced = sync_catalog(repo, cfg)
+        if i < start:  # taken, not judged
+            git(repo, "reset", "-q", "HEAD", "--", cfg["package"])
+            sign_and_commit(repo, f"tests as of {c[:8]} (oracle part of: {subject})")
+            git(repo, "add", "-A", "--", cfg["package"])
+            commit(repo, f"{subject} (package part of {c[:8]}, not judged)", PERSON)
+            continue
         git(repo, "reset", "-q", "HEAD", "--", cfg["package"])  # unstaged: the agent's part
         row["oracle_commit"] = sign_and_commit(repo, f"tests as of {c[:8]} (oracle part of: {subject})")
         row["catalog_added"], row["catalog_gone"] = synced["added"], synced["gone"]
@@ -707,6 +716,8 @@ def main() -> int:
     ap.add_argument("--speed-only", action="store_true",
                     help="only the speed figure, on the repository an earlier run adopted (branch adopted in --work)")
     ap.add_argument("--max-replay", type=int, default=None, help="replay only the first N upstream commits")
+    ap.add_argument("--replay-from", type=int, default=1,
+                    help="judge the upstream commits from the Nth on (the ones before are taken unjudged)")
     ap.add_argument("--shared-all", action="store_true",
                     help="mark every imported entry isolation: shared (the maintainer's choice for suites that "
                          "compare production objects)")
@@ -763,7 +774,7 @@ def main() -> int:
             res["speed"] = speed(name, cfg, work)
             print(f"  speed: {res['speed']}", flush=True)
         if not args.skip_replay:
-            res["replay"] = replay(name, cfg, work, args.max_replay)
+            res["replay"] = replay(name, cfg, work, args.max_replay, args.replay_from)
             results_file.write_text(json.dumps(results, indent=1))
             c = Counter(r.get("decision") or r.get("verdict") for r in res["replay"])
             print(f"  replay: {len(res['replay'])} commits: {dict(c)}", flush=True)
