@@ -121,6 +121,17 @@ def rewrites_the_oracle(obj):
             tried.append(type(exc).__name__)
     return tried
 
+def calls_as_a_callback(obj, offset):
+    """Hostile: a callback request naming the oracle object it holds (offset 0) or a number never given."""
+    s = object.__getattribute__(obj, "_gate_session")
+    number = object.__getattribute__(obj, "_gate_number") + offset
+    args, kwargs = s.codec.encode_call([], {}, s.ref)
+    try:
+        s.endpoint.request(["callback", number, args, kwargs])
+    except Exception as exc:
+        return type(exc).__name__
+    return "called"
+
 def names_a_reverse(n):
     """A hostile reply: every later call answers with the oracle object numbered ``n``."""
     server = sys.modules["__main__"]
@@ -252,3 +263,11 @@ def test_production_reaches_no_function_of_the_oracle_s_behind_a_callable_it_hol
         prod.rewrites_the_oracle(d)  # every step is refused (production sees ValueError); the property fails
     d.bump()
     assert d.x == 2 and Dummy.bump.__doc__ is None
+
+
+@pytest.mark.parametrize("offset", [0, 10**6])
+def test_a_callback_request_for_what_is_not_an_oracle_callable_fails_the_property(prod: Any, offset: int) -> None:
+    """An object of the oracle's is used through its stand-in's operations, never called as a callback; a number
+    never given names nothing. Honest production never asks either: the property fails."""
+    with pytest.raises(standins.SealedCallError, match="unknown callback"):
+        prod.calls_as_a_callback(Dummy(1), offset)

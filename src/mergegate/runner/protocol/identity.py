@@ -9,8 +9,8 @@ bidict's NaN keys).
 How: the top-level arguments of a request (a call's arguments, an operator's operands, a value
 set on an attribute, the arguments of a callback), and the value the subject answers a call, an
 attribute read or an item read with (pyrsistent's ``m.set(k, m[k]) is m``), that are immutable
-plain data travel wrapped, ``["=", name, value]``: the sender keeps its object under ``name``, the receiver keeps what it
-decoded under the same name.  From then on, for the rest of the connection, either side that
+plain data travel wrapped, ``["=", name, value]``: the sender keeps its object under ``name``,
+the receiver keeps what it decoded under the same name.  From then on, for the rest of the connection, either side that
 encodes one of those objects again (anywhere in a value) sends ``["~", name]``, and the other
 side decodes it as its own object of that name.  Names are even when the trusted side chose them,
 odd when the subject did, so neither can take the other's.  Both tables fork with their process

@@ -362,7 +362,8 @@ class Channel:
             return reverse.module_name(self, message)
         if message[0] != "callback" or len(message) != 4 or type(message[1]) is not int \
                 or not 0 <= message[1] < len(self.callbacks) or message[1] in self.originals:
-            return ["err", "ValueError", "the subject asked for an unknown callback"]
+            self.sticky.append(SealedCallError(f"the subject asked for an unknown callback: {str(message)[:120]}"))
+            return ["err", "ValueError", "the subject asked for an unknown callback"]  # honest production never does
         fn = self.callbacks[message[1]]
         try:
             args, kwargs = self.dec(message[2]), self.dec(message[3])
