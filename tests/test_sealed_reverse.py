@@ -121,6 +121,15 @@ def rewrites_the_oracle(obj):
             tried.append(type(exc).__name__)
     return tried
 
+import typing
+
+@typing.runtime_checkable
+class Maplike(typing.Protocol):
+    """bidict's ``Maplike``: its oracle asks ``isinstance(updates, Maplike)`` of its own objects."""
+
+    def keys(self): ...
+    def __getitem__(self, key): ...
+
 def calls_as_a_callback(obj, offset):
     """Hostile: a callback request naming the oracle object it holds (offset 0) or a number never given."""
     s = object.__getattribute__(obj, "_gate_session")
@@ -271,3 +280,32 @@ def test_a_callback_request_for_what_is_not_an_oracle_callable_fails_the_propert
     never given names nothing. Honest production never asks either: the property fails."""
     with pytest.raises(standins.SealedCallError, match="unknown callback"):
         prod.calls_as_a_callback(Dummy(1), offset)
+
+
+class KeysAndItems:
+    """bidict's test fixture ``SupportsKeysAndGetItem``: the oracle's own mapping-like object."""
+
+    def __init__(self, items: dict[Any, Any]) -> None:
+        self.items = items
+
+    def keys(self) -> Any:
+        return self.items.keys()
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.items[key]
+
+
+def test_an_oracle_object_is_an_instance_of_a_production_protocol_it_has_the_members_of(
+        subject: sandbox.Subject) -> None:
+    """``isinstance(x, Maplike)`` with a runtime-checkable production Protocol is structural, so the oracle's own
+    objects can be instances (bidict's Oracle.putall branches on it); a nominal production class never asks."""
+    channel = standins.Channel(subject.socket_path)
+    mod = channel.request("import", "revmod")
+    assert isinstance(KeysAndItems({1: 2}), mod.Maplike) and isinstance({1: 2}, mod.Maplike)
+    assert not isinstance([1, 2], mod.Maplike) and not isinstance(Dummy(), mod.Maplike)
+    assert issubclass(dict, mod.Maplike) and not issubclass(list, mod.Maplike)  # (a class of the oracle's tree
+    # goes as the subject's copy of it, ``classdefs.py``; this test file is not one)
+    table = mod.Table
+    calls = channel.calls
+    assert not isinstance(KeysAndItems({}), table) and not issubclass(KeysAndItems, table)
+    assert channel.calls == calls  # a nominal class: the evaluator's own object is never its instance

@@ -263,6 +263,11 @@ setattr(Remote, "__dir__", lambda self: list(channel_of(self).op("dir", self))) 
 _CLASS_FORWARDED = frozenset({"__members__", "__annotations__", "__slots__"})
 
 
+def _structural(cls: type) -> bool:
+    """A production class that is a runtime-checkable ``typing.Protocol`` (``made.py``)."""
+    return vars(cls).get("_gate_structural") is True
+
+
 class RemoteType(type):
     """The metaclass of stand-ins for production classes: construction, attributes, checks forward."""
 
@@ -298,8 +303,10 @@ class RemoteType(type):
     def __instancecheck__(cls, obj: Any) -> bool:
         if type(type(obj)) is RemoteType:  # an exception raised here from a production class: its real classes
             return type.__subclasscheck__(cls, type(obj))
-        if not _is_remote(obj):
-            return False  # the evaluator's own value is never a production instance
+        if not _is_remote(obj):  # the evaluator's own value is never an instance of a nominal production class;
+            # of a runtime-checkable Protocol it is one when it has the members (bidict's Maplike): production's
+            # check, as any isinstance of its classes, run on a copy of the object
+            return _structural(cls) and channel_of(cls).op("isinstance", obj, cls) is True
         known = object.__getattribute__(obj, "_gate_frozen") if type(obj) is Remote else None
         if known is not None and type(known.cls) is RemoteType:
             return cls.__subclasscheck__(known.cls)
@@ -311,6 +318,8 @@ class RemoteType(type):
                 return False  # classes of another subject (an ABC's registry holds both)
             return sub is cls or frozen.subclass(channel_of(cls), sub, cls,
                                                  lambda: channel_of(cls).op("issubclass", sub, cls))
+        if _structural(cls) and isinstance(sub, type) and not type.__subclasscheck__(cls, sub):
+            return channel_of(cls).op("issubclass", sub, cls) is True
         return type.__subclasscheck__(cls, sub)
 
     def __iter__(cls) -> Any:
