@@ -130,6 +130,13 @@ class Maplike(typing.Protocol):
     def keys(self): ...
     def __getitem__(self, key): ...
 
+@typing.runtime_checkable
+class NamedLike(typing.Protocol):
+    name: str
+
+class Plain(typing.Protocol):
+    def go(self): ...
+
 def calls_as_a_callback(obj, offset):
     """Hostile: a callback request naming the oracle object it holds (offset 0) or a number never given."""
     s = object.__getattribute__(obj, "_gate_session")
@@ -305,6 +312,9 @@ def test_an_oracle_object_is_an_instance_of_a_production_protocol_it_has_the_mem
     assert not isinstance([1, 2], mod.Maplike) and not isinstance(Dummy(), mod.Maplike)
     assert issubclass(dict, mod.Maplike) and not issubclass(list, mod.Maplike)  # (a class of the oracle's tree
     # goes as the subject's copy of it, ``classdefs.py``; this test file is not one)
+    assert isinstance(Dummy(), mod.NamedLike) is False and isinstance(type("N", (), {"name": "x"})(), mod.NamedLike)
+    with pytest.raises(TypeError, match="runtime_checkable"):  # as in one process: not a runtime protocol
+        isinstance(Dummy(), mod.Plain)
     table = mod.Table
     calls = channel.calls
     assert not isinstance(KeysAndItems({}), table) and not issubclass(KeysAndItems, table)

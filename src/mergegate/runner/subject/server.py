@@ -151,7 +151,7 @@ def describe(obj: Any, ref: Callable[[Any], list[Any]]) -> list[Any]:
             return ["exception", name, module, bases, direct]
         abcs = [n for n in collections.abc.__all__ if n != "ByteString"  # and "tuple": a base the stand-in has
                 and issubclass(obj, getattr(collections.abc, n))] + (["tuple"] if issubclass(obj, tuple) else []) \
-            + (["runtime_protocol"] if getattr(obj, "_is_runtime_protocol", False) is True else [])
+            + (["structural"] if type.__dict__["__dict__"].__get__(obj).get("_is_protocol") is True else [])
         return ["class", name, module, abcs, str(getattr(obj, "__name__", name)),
                 OBJECTS.slots(obj)]
     if issubclass(type(obj), tuple):  # production's own tuple subclass (plain tuples travel by value)

@@ -34,7 +34,7 @@ def make_proxy(ch: Link, number: int, desc: list[Any]) -> Any:
         if len(desc) >= 5 and type(desc[4]) is str and desc[4].isidentifier():
             name = desc[4]  # its __name__, when production set one (a class made at run time)
         namespace = {"__qualname__": desc[1], "__module__": desc[2], "_gate_ref": (ch, number), "remote_type": desc[1],
-                     "_gate_structural": len(desc) >= 4 and type(desc[3]) is list and "runtime_protocol" in desc[3]}
+                     "_gate_structural": len(desc) >= 4 and type(desc[3]) is list and "structural" in desc[3]}
         own = None
         if kind == "exception" and len(desc) == 5 and type(desc[4]) is list:
             own = hierarchy.production_bases(ch, desc[4])

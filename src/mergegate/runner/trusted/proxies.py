@@ -264,7 +264,7 @@ _CLASS_FORWARDED = frozenset({"__members__", "__annotations__", "__slots__"})
 
 
 def _structural(cls: type) -> bool:
-    """A production class that is a runtime-checkable ``typing.Protocol`` (``made.py``)."""
+    """A production ``typing.Protocol``: an object of the oracle's may be its instance (``made.py``)."""
     return vars(cls).get("_gate_structural") is True
 
 
@@ -304,8 +304,8 @@ class RemoteType(type):
         if type(type(obj)) is RemoteType:  # an exception raised here from a production class: its real classes
             return type.__subclasscheck__(cls, type(obj))
         if not _is_remote(obj):  # the evaluator's own value is never an instance of a nominal production class;
-            # of a runtime-checkable Protocol it is one when it has the members (bidict's Maplike): production's
-            # check, as any isinstance of its classes, run on a copy of the object
+            # of a typing.Protocol (bidict's Maplike) it is one when it has the members: production's check, as
+            # any isinstance of its classes, run on a copy of the object
             return _structural(cls) and channel_of(cls).op("isinstance", obj, cls) is True
         known = object.__getattribute__(obj, "_gate_frozen") if type(obj) is Remote else None
         if known is not None and type(known.cls) is RemoteType:
