@@ -299,6 +299,14 @@ def _row(items: dict[str, str] | None = None, cases: str = "", steps: str = "", 
     (_row(cases="vvvv"), _row(cases="vvvv"), False),  # the same answers: the same examples
     (_row(steps="1111"), _row(steps="1101"), True),  # a step the base ran is disabled on the head
     (_row(steps="1011"), _row(steps="1111"), False),
+    (_row(steps="11|11", cases="vv"), _row(steps="11|01", cases="vv"), True),  # examples apart, a step disabled
+    # a base that failed (a test for a bug the head fixes) ran only up to its failing example, then shrank:
+    (_row(cases="vvx", status="fail"), _row(cases="vvi"), True),  # the head rejects the example that failed
+    (_row(steps="11|11|1", cases="vvx", status="fail"), _row(steps="11|11|0", cases="vvv"), True),  # or its step
+    (_row(steps="11|11|10|1111|11", cases="vvx", status="fail"),  # after the failure: shrinking, not compared
+     _row(steps="11|11|11|0000|00", cases="vvvvvivi"), False),
+    (_row(cases="vx", status="fail"), _row(cases="vvvvvvvviiii"), False),  # the head ran on: more, not less
+    (_row(steps="11", status="fail"), _row(steps="00"), False),  # no failing example logged: nothing to compare
 ])
 def test_narrowing_rule(base: diff.Row, head: diff.Row, narrowed: bool) -> None:
     assert (diff.narrowing(base, head) is not None) is narrowed

@@ -107,13 +107,19 @@ def narrowing(base: Row, head: Row) -> str | None:
         theirs = head_logs.get(mine.nodeid)
         if theirs is None:
             continue
+        steps, cases = mine.steps, mine.cases
+        if base.status != PASS:  # the base stopped at its first failure (then shrank): only what it ran before
+            # counts, up to and with the failing example; its totals say nothing (it ran fewer)
+            failed = cases.find("x")
+            steps, cases = ("|".join(steps.split("|")[:failed + 1]), cases[:failed + 1]) if failed >= 0 else ("", "")
         for what, base_log, head_log, rejecting, counts in (  # a step first: a disabled rule can void an example
-                ("step", mine.steps, theirs.steps, "0", (mine.rejected_steps, theirs.rejected_steps)),
-                ("example", mine.cases, theirs.cases, "io", (mine.rejected_cases, theirs.rejected_cases))):
+                ("step", steps, theirs.steps, "0", (mine.rejected_steps, theirs.rejected_steps)),
+                ("example", cases, theirs.cases, "io", (mine.rejected_cases, theirs.rejected_cases))):
             where = _dropped(base_log, head_log, rejecting, *counts)
             if where is not None and where >= 0:
-                return f"{mine.nodeid}: {what} {where + 1} ran on the base, was filtered out on the head"
-            if where is not None:
+                return f"{mine.nodeid}: {what} {where + 1 - base_log.count('|', 0, where)} ran on the base, was " \
+                       "filtered out on the head"
+            if where is not None and base.status == PASS:
                 return f"{mine.nodeid}: the head filtered out {counts[1]} {what}s, the base {counts[0]}"
     return None
 

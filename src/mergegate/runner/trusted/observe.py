@@ -11,9 +11,9 @@ tested, production only answers.
 - ``decisions``: per Hypothesis item, ``cases``: each generated test case's status in order (``v``
   valid, ``i`` invalid: an ``assume``, a ``.filter`` or a health-check filter rejected it, ``o``
   overrun, ``x`` failing), from Hypothesis's own statistics; ``steps``: each precondition answer of a
-  state machine's rule selection in order (``1`` enabled, ``0`` not).  At one seed, the same answers
-  give the same examples, so the first place where two runs differ is where production answered
-  differently.
+  state machine's rule selection in order (``1`` enabled, ``0`` not), ``|`` between two examples.  At
+  one seed, the same answers give the same examples, so the first place where two runs differ is where
+  production answered differently.
 """
 
 from __future__ import annotations
@@ -53,6 +53,11 @@ class Log:
         if len(self.steps) < CAP:
             self.steps.append("1" if enabled else "0")
 
+    def example(self) -> None:
+        """A new example of a state machine begins (its steps follow a ``|``; none before the first)."""
+        if self.steps and len(self.steps) < CAP:
+            self.steps.append("|")
+
     def to_json(self) -> dict[str, Any]:
         return {"cases": "".join(self.cases), "steps": "".join(self.steps), "rejected": dict(self.rejected)}
 
@@ -81,6 +86,7 @@ def logged_machine(machine: type, log: Log) -> Any:
     """
 
     def make() -> Any:
+        log.example()
         instance = machine()
         strategy = instance._rules_strategy
         original = strategy.is_valid
