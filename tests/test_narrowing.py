@@ -181,12 +181,17 @@ def grid_with(*edits: tuple[str, str]) -> str:
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    repo = init_repo(tmp_path_factory.mktemp("narrowing") / "suite")
+    return adopted(tmp_path_factory.mktemp("narrowing") / "suite", GRID)
+
+
+def adopted(path: Path, grid: str) -> Path:
+    """The grid suite adopted over ``grid`` (production) on main."""
+    repo = init_repo(path)
     policy = (repo / "gate.yaml").read_text()
     assert "seeds: [11, 29, 47]" in policy
     files: dict[str, str | bytes | None] = {
         "gate.yaml": policy.replace("seeds: [11, 29, 47]", "seeds: [11]"),
-        "src/grid.py": GRID,
+        "src/grid.py": grid,
         "oracles/properties/test_grid.py": SUITE,
         "oracles/properties/conftest.py": CONFTEST,
         "oracles/catalog/claimed.yaml": f"claimed: [{', '.join(ENTRIES)}]\n",
@@ -315,3 +320,17 @@ def test_narrowing_rule(base: diff.Row, head: diff.Row, narrowed: bool) -> None:
         assert result.reason == diff.NARROWED and result.decision == diff.REJECT
     else:
         assert result.reason != diff.NARROWED
+
+
+def test_a_fix_is_admitted_and_a_fix_by_filtering_is_narrowed_when_the_base_fails(tmp_path: Path) -> None:
+    """The trusted revision already fails (its state machine finds the Tally bug: a bug-fix task). The base stops
+    at its failing example and shrinks, so it is compared only up to that example: a real fix is
+    ``parent_fail_cleared`` and admitted; a "fix" whose precondition stops adding at the failing step is narrowed."""
+    repo = adopted(tmp_path / "buggy", grid_with(BUG_TALLY))
+    fixed = check(repo, agent_head(repo, "real fix", {"src/grid.py": GRID}))
+    assert fixed.code == 0 and fixed.decision == "admit", fixed.explain()
+    reasons = {p["prop"]: p["reason"] for p in fixed.data["properties"]}
+    assert reasons["prop.tallies"] == "parent_fail_cleared", reasons
+    hidden = grid_with(BUG_TALLY, ("def can_add(count):\n    return True", "def can_add(count):\n    return count < 2"))
+    assert_narrowed(check(repo, agent_head(repo, "fix by filtering", {"src/grid.py": hidden})), "prop.tallies",
+                    "filtered out on the head")
