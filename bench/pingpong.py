@@ -16,6 +16,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -27,17 +28,28 @@ def _pin(cpu: int | None) -> None:
         os.sched_setaffinity(0, {cpu})
 
 
-def framed(n: int, cpus: tuple[int | None, int | None]) -> float:
-    """Microseconds per framed request/reply."""
+def _forked(cpus: tuple[int | None, int | None], serve: Callable[[socket.socket], None]) -> tuple[socket.socket, int]:
+    """A socket pair whose other end a child serves with ``serve`` (on ``cpus[1]``); this process on ``cpus[0]``."""
     a, b = socket.socketpair()
     pid = os.fork()
     if pid == 0:
         a.close()
         _pin(cpus[1])
-        wire.Endpoint(b, lambda m: ["ok", m[1]]).serve()
+        serve(b)
         os._exit(0)
     b.close()
     _pin(cpus[0])
+    return a, pid
+
+
+def _echo(sock: socket.socket) -> None:
+    while data := sock.recv(100):
+        sock.sendall(data)
+
+
+def framed(n: int, cpus: tuple[int | None, int | None]) -> float:
+    """Microseconds per framed request/reply."""
+    a, pid = _forked(cpus, lambda b: wire.Endpoint(b, lambda m: ["ok", m[1]]).serve())
     end = wire.Endpoint(a, lambda m: ["err", "no"])
     started = time.perf_counter()
     for i in range(n):
@@ -50,16 +62,7 @@ def framed(n: int, cpus: tuple[int | None, int | None]) -> float:
 
 def raw(n: int, cpus: tuple[int | None, int | None]) -> float:
     """Microseconds per 30-byte send and echo, no framing."""
-    a, b = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:
-        a.close()
-        _pin(cpus[1])
-        while data := b.recv(100):
-            b.sendall(data)
-        os._exit(0)
-    b.close()
-    _pin(cpus[0])
+    a, pid = _forked(cpus, _echo)
     started = time.perf_counter()
     for _ in range(n):
         a.sendall(b"x" * 30)
