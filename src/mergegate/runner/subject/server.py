@@ -92,10 +92,9 @@ class Session:
         return self.codec.decode(data, self.resolve)
 
     def out(self, value: Any) -> Any:
-        """A reply's value; an immutable one named (``identity.py``): passed back, it is this very object."""
-        data = self.enc(value)
-        name = None if type(data) is list and data[:1] == ["~"] else self.codec.SAME.add(value)
-        return data if name is None else ["=", name, data]
+        """A reply's value; an immutable one named as a request's argument is (``identity.py``): passed back, it
+        is this very object."""
+        return self.codec.encode_call([value], None, self.ref)[0][1]
 
     # -- requests
 
