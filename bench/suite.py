@@ -38,7 +38,11 @@ Then, side by side in one run (alternating, best of 3):
 Prints the counts, both times, the ratio gate/pytest against the goal (<= 1.2x), and where the
 gate's time goes (from its evidence rows: per-row ``duration_s`` inside the evaluator child).
 
-    .venv/bin/python bench/suite.py
+With ``--plain``, the same bench on a suite of 1,000 plain tests in 50 files (``bench/catalog_import.py``'s
+generated suite: three calls into a small production package each; the head's line goes into
+``src/calc/ops.py``); plain pytest runs the test folder once per side.
+
+    .venv/bin/python bench/suite.py [--plain]
 """
 
 from __future__ import annotations
@@ -63,7 +67,8 @@ from _repo import mergegate_rev, version
 
 from mergegate.demo import build
 
-PROJECT, VERSION = "natsort", "8.4.0"
+PLAIN = "--plain" in sys.argv[1:]  # the 1,000 plain tests instead of natsort
+PROJECT, VERSION = ("calc", "1,000 plain tests") if PLAIN else ("natsort", "8.4.0")
 REPEAT = 3
 CACHE = Path(os.environ.get("MERGEGATE_BENCH_CACHE", Path.home() / ".cache" / "mergegate-bench"))
 LEFT_OUT = {  # test files not adopted, and why
@@ -71,7 +76,7 @@ LEFT_OUT = {  # test files not adopted, and why
     "tests/test_natsort_keygen.py": "imports pytest_mock (not installed)",
     "tests/profile_natsorted.py": "a profiling script, not tests",
 }
-HEAD_FILE = "src/natsort/natsort.py"
+HEAD_FILE = f"src/{PROJECT}/ops.py" if PLAIN else "src/natsort/natsort.py"
 GOAL = 1.2
 
 PROFILE = """
@@ -128,7 +133,9 @@ def person_commit(repo_dir: Path, message: str, sign: bool) -> str:
 # ---------------------------------------------------------------- the project and its repository
 
 
-def fetch_sdist() -> Path:
+def fetch_sdist() -> Path | None:
+    if PLAIN:
+        return None  # generated, below
     CACHE.mkdir(parents=True, exist_ok=True)
     sdist = CACHE / f"{PROJECT}-{VERSION}.tar.gz"
     if not sdist.is_file():
@@ -142,8 +149,18 @@ def fetch_sdist() -> Path:
     return sdist
 
 
-def unpack(sdist: Path, repo_dir: Path) -> None:
-    """The package under src/, the tests under tests/ (minus LEFT_OUT)."""
+def unpack(sdist: Path | None, repo_dir: Path) -> None:
+    """The package under src/, the tests under tests/ (minus LEFT_OUT); ``--plain``: the generated suite."""
+    if sdist is None:
+        from catalog_import import OPS, test_file
+
+        (repo_dir / "src" / PROJECT).mkdir(parents=True)
+        (repo_dir / "src" / PROJECT / "__init__.py").write_text("")
+        (repo_dir / HEAD_FILE).write_text(OPS)
+        (repo_dir / "tests").mkdir()
+        for i in range(50):
+            (repo_dir / "tests" / f"test_mod{i:02d}.py").write_text(test_file(i, 20))
+        return
     top = f"{PROJECT}-{VERSION}/"
     with tarfile.open(sdist) as tar:
         for member in tar.getmembers():
@@ -187,7 +204,8 @@ def drop_entries(repo_dir: Path, drop: set[str]) -> None:
     claimed.write_text("\n".join(lines) + "\n")
 
 
-def build_repo(root: Path, sdist: Path) -> tuple[Path, tuple[str, str, str, str], dict[str, str], dict[str, int]]:
+def build_repo(root: Path, sdist: Path | None) -> tuple[Path, tuple[str, str, str, str], dict[str, str],
+                                                       dict[str, int]]:
     """The adopted repository; base and head; the kept entries' kinds; the dropped ones by witness."""
     repo_dir = root / PROJECT
     repo_dir.mkdir(parents=True)
@@ -238,7 +256,7 @@ def agent_line(repo_dir: Path) -> str:
     target = repo_dir / HEAD_FILE
     target.write_text(target.read_text() + "\n_GATE_BENCH_CHANGE = 1\n")
     build.git(repo_dir, "add", "-A")
-    build.git(repo_dir, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "natsort: one line",
+    build.git(repo_dir, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", f"{PROJECT}: one line",
               env=build.AGENT)
     return build.git(repo_dir, "rev-parse", "HEAD")
 
@@ -333,7 +351,7 @@ def main() -> None:
         print(f"machine: {cores} cores usable; Python {sys.version.split()[0]}; hypothesis {version('hypothesis')}; "
               f"pytest {version('pytest')}; mergegate {mergegate_rev()}; load average {os.getloadavg()[0]:.2f}")
         print(f"setup (not counted): {took_setup:.1f}s; test files left out: "
-              + "; ".join(f"{k} ({v})" for k, v in LEFT_OUT.items()))
+              + ("none" if PLAIN else "; ".join(f"{k} ({v})" for k, v in LEFT_OUT.items())))
         print(f"entries: {len(kinds)} kept ({len(hyp)} hypothesis, {len(plain)} plain); dropped "
               f"{sum(dropped.values())} that do not pass here, by witness: {dropped or 'none'}")
         print(f"seeds: {list(seeds)} (the policy's); max_examples={n} (the catalog's; no test sets its own)")
@@ -346,7 +364,7 @@ def main() -> None:
         trees = [tmp / "tree-base", tmp / "tree-head"]
         for tree, rev in zip(trees, (base, head), strict=True):
             build.git(repo_dir, "worktree", "add", "-q", "--detach", str(tree), rev)
-        runs = invocations(trees, pytest_seeds, hyp, plain)
+        runs = invocations(trees, pytest_seeds, hyp, ["tests"] if PLAIN else plain)  # --plain: every test
         primed = run_pytest(runs, plugin_dir, pycache, jobs)  # warm bytecode and Hypothesis storage, untimed
         runs.sort(key=lambda r: -primed[r])  # longest first: the best schedule for the baseline
         run_check(repo_dir, base, head, evidence)  # warm the gate's caches (bytecode, unicode table), untimed

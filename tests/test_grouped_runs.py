@@ -14,8 +14,9 @@ What must hold, through the real ``gate run`` on a real repository (bubblewrap c
   other runs pass;
 - hostile production that answers the twin request with something other than one socket, or that
   kills the collection's own process, makes the runs after it fail (closed), and nothing hangs;
-- the schedule: a file's runs in units of at most ``GROUP_MAX``, split while evaluators would idle,
-  and node ids that select each other's items never share a collection.
+- the schedule: a side's runs in units of at most ``GROUP_MAX``, split while evaluators would idle,
+  and node ids that select each other's items never share a collection (several files in a unit:
+  tests/test_grouped_files.py).
 """
 
 from __future__ import annotations

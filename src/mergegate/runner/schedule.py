@@ -184,9 +184,13 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
                     jobs.append(_job(index, tree, spec, seed, policy, scratch, trusted_roots[spec.trusted.rev],
                                      subject))
                 by_id = {job["id"]: job for job in jobs}
+                again: list[int] = []
 
                 def done(out: dict[str, Any]) -> None:  # as each run's outcome arrives
                     index = out["id"]
+                    if out.get("status") == group.REQUEUE and len(group.files(jobs)) > 1:
+                        again.append(index)  # its file is run again as a unit of its own (group.REQUEUE)
+                        return
                     rows[index] = _row(tasks[index], by_id[index], out, policy, scratch, subjects, closures)
                     if progress is not None:
                         progress(tasks[index], rows[index])
@@ -198,8 +202,10 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
                         raise
                     # The zygote died under these jobs (e.g. the OOM killer): a crash, a fail; a fresh one serves on.
                     for job in jobs:
-                        if rows[job["id"]] is None:
+                        if rows[job["id"]] is None and job["id"] not in again:
                             done({"id": job["id"], "status": "fail", "witness": "Crash:runner", "error": exc.message})
+                for rel in group.files([by_id[index] for index in again]):
+                    one([index for index in again if by_id[index]["oracle_file"] == rel])
 
             try:
                 futures = [ex.submit(one, unit) for unit in units(tasks, size)]
@@ -213,28 +219,34 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
                 ex.shutdown(wait=True, cancel_futures=True)
 
 
-GROUP_MAX = 64  # runs of one collection, at most: beyond this a file's runs spread over more units
+GROUP_MAX = 64  # runs of one collection, at most: beyond this a tree's runs spread over more units
 
 
 def units(tasks: Sequence[Task], jobs: int) -> list[list[int]]:
     """The tasks as units of work, largest first (the last to finish are short).
 
-    Sealed runs of one oracle file and tree are collected once (``trusted/group.py``), at most
-    ``GROUP_MAX`` to a unit, and split further while there are fewer units than evaluators.
-    Isolation ``shared`` runs, and node ids of one file that select each other's items, run alone.
+    Sealed runs of one tree and trusted revision are collected together, as one pytest session
+    collects a suite (``trusted/group.py``): a unit's oracle files are collected once, file by file,
+    at most ``GROUP_MAX`` runs to a unit (a file's runs next to each other), and units are split further
+    while there are fewer of them than evaluators.  Isolation ``shared`` runs, and node ids of one
+    file that select each other's items, run alone.
     """
-    groups: dict[tuple[Path, str, str], list[int]] = {}
+    groups: dict[tuple[Path, str], dict[str, list[int]]] = {}
     out: list[list[int]] = []
     for index, (tree, spec, _seed) in enumerate(tasks):
         if spec.prop.isolation == rowlib.SEALED:
-            groups.setdefault((tree.root, spec.trusted.rev, spec.prop.oracle_file), []).append(index)
+            by_file = groups.setdefault((tree.root, spec.trusted.rev), {})
+            by_file.setdefault(spec.prop.oracle_file, []).append(index)
         else:
             out.append([index])
-    for members in groups.values():
-        if group.overlapping(sorted({tasks[i][1].prop.oracle for i in members})):
-            out.extend([i] for i in members)
-        else:
-            out.extend(members[k:k + GROUP_MAX] for k in range(0, len(members), GROUP_MAX))
+    for by_file in groups.values():
+        members: list[int] = []
+        for _file, indices in sorted(by_file.items()):
+            if group.overlapping(sorted({tasks[i][1].prop.oracle for i in indices})):
+                out.extend([i] for i in indices)
+            else:
+                members.extend(indices)
+        out.extend(members[k:k + GROUP_MAX] for k in range(0, len(members), GROUP_MAX))
     out.sort(key=len, reverse=True)
     while len(out) < jobs and len(out[0]) > 1:
         largest = out.pop(0)

@@ -1,17 +1,18 @@
-"""A collector: one oracle file collected once, then each property x seed run in it against a fresh twin.
+"""A collector: a unit's oracle files collected once, then each property x seed run in it against a fresh twin.
 
 A pytest session's fixed cost (configuration, the fixture manager, conftest files,
-importing and collecting the test module) is paid once per oracle file and side,
-not once per run.  The collector is a child of the evaluator zygote: it configures
-pytest and collects the file (production behind stand-ins, as every sealed run),
-then, for each job, asks the subject for a *twin* of its connection's process
-(``subject/server.py``: same objects, a process of its own) and runs that job's
-items, with that job's seed, talking only to that twin, in its own process, as
-pytest runs a session's tests (``inplace.py`` puts the channel back as collection
-left it after each run).  Production's side is a fresh process per run, in the
-state collection left it; the trusted side is one process per oracle file and side.
-A run that hangs past its timeout, or ends the collector, fails alone: the collector
-tells the zygote when each run starts, and the runs after it get a new collector.
+importing and collecting the test modules) is paid once per unit of oracle files
+(``schedule.units``) and side, not once per run or file.  The collector is a child of
+the evaluator zygote: it configures pytest and collects the files (production behind
+stand-ins, as every sealed run), then, for each job, asks the subject for a *twin* of
+its connection's process (``subject/server.py``: same objects, a process of its own)
+and runs that job's items, with that job's seed, talking only to that twin, as pytest
+runs a session's tests (``inplace.py`` puts the channel back as collection left it
+after each run).  Production's side is a fresh process per run, in the state
+collection left it; the trusted side is one process per unit and side.  A run that
+hangs past its timeout, or ends the collector, fails alone: the collector tells the
+zygote when each run starts, and the runs after it get a new collector.  Files whose
+collection together fails are collected each on its own (``fork_group``).
 
 Messages to the zygote are length-prefixed JSON, one per job, ``{"id": ..., **outcome}``.
 """
@@ -28,8 +29,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from mergegate.runner.trusted import forks, inplace, session, standins
+from mergegate.runner.trusted import collected, forks, inplace, session, standins
 
+REQUEUE = "requeue"  # an outcome that is none: run this job again, its file a unit of its own (schedule.py)
 MARGIN_S = 5.0  # the collector's own bookkeeping: collecting the file, getting a run's twin
 RUN_MARGIN_S = 0.5  # past a run's own timeout, before its collector is stopped
 
@@ -42,6 +44,29 @@ def selects(wanted: str, nodeid: str) -> bool:
 def overlapping(nodeids: list[str]) -> bool:
     """Whether one node id selects another's items (then each runs in a session of its own)."""
     return any(a != b and selects(a, b) for a in nodeids for b in nodeids)
+
+
+def selectors(nodeid: str) -> list[str]:
+    """Every node id that ``selects`` the item ``nodeid``: itself, and each prefix before a ``::`` or ``[``."""
+    out = [nodeid]
+    for i in range(len(nodeid) - 1, 0, -1):
+        if nodeid.startswith("::", i) or nodeid[i] == "[":
+            out.append(nodeid[:i])
+    return out
+
+
+def by_selector(items: list[Any]) -> dict[str, list[Any]]:
+    """The items each node id selects, in collection order (one pass, not one per job)."""
+    out: dict[str, list[Any]] = {}
+    for item in items:
+        for wanted in selectors(item.nodeid):
+            out.setdefault(wanted, []).append(item)
+    return out
+
+
+def files(jobs: list[dict[str, Any]]) -> list[str]:
+    """The jobs' oracle files, each once, in the jobs' order."""
+    return list(dict.fromkeys(job["oracle_file"] for job in jobs))
 
 
 # ---------------------------------------------------------------- the collector
@@ -61,15 +86,22 @@ def collector(jobs: list[dict[str, Any]], state: Any, wfd: int) -> None:
 
 
 def run_group(jobs: list[dict[str, Any]], finder: Any, result: dict[str, Any], emit: Any) -> None:
-    """Collect the jobs' oracle file once; each job runs in a child forked after collection .
+    """Collect the jobs' oracle files once; then run each job here, against a twin of its own.
 
     ``emit(job, outcome)`` is called once per job; jobs the loop never reached (collection
-    failed, nothing collected) get the outcome their own session would have had.
+    failed, nothing collected) get the outcome their own session would have had.  When the
+    jobs span several files and their collection did not reach the runs, nothing is emitted
+    but ``emit.regroup()``: each file is then collected on its own (``fork_group``), so one
+    file's collection error is never another's.
     """
     job = jobs[0]
     plugin = session.GatePlugin(job, finder, os.path.join(job["trusted_root"], job["oracle_file"]), job["oracle_file"])
     plugin.group, plugin.each, plugin.result, plugin.emit = jobs, run_each, result, emit
+    plugin.collection = collected.Opens(result.get("opened"))
     code = session._main(session.group_arguments(jobs, session._ini(job)), plugin)
+    if not plugin.done and len(files(jobs)) > 1:
+        emit.regroup()
+        return
     for each in jobs:
         if each["id"] not in plugin.done:
             plugin.for_job(each, [i for i in plugin.items if selects(each["nodeid"], i.nodeid)])
@@ -83,15 +115,16 @@ def run_each(plugin: Any, session: Any) -> None:
     """Run each job of the plugin's group here, against a twin of its own; report each through ``plugin.emit``."""
     import gc
 
-    items = list(session.items)
+    chosen = by_selector(list(session.items))
     channel = plugin.finder.channel if plugin.finder is not None else None
     gc.collect()
     gc.freeze()  # what collection made: never rescanned by the runs' collections
-    opened = plugin.result.get("opened")
-    plugin.collected_opens = len(opened) if type(opened) is list else 0  # each run adds its own to collection's
+    plugin.collected_opens = plugin.collection.close()  # each run's own opens come after collection's
     gone: str | None = None  # once a twin cannot be had, no later run may reconnect afresh:
-    for job in plugin.group:  # the collection's handles would name other objects in a new process
-        mine = [item for item in items if selects(job["nodeid"], item.nodeid)]
+    last: str | None = None  # the collection's handles would name other objects in a new process
+    several = len(files(plugin.group)) > 1
+    for job in plugin.group:
+        mine = chosen.get(job["nodeid"], [])
         try:
             if gone is not None:
                 raise standins.SubjectGone(gone)
@@ -99,12 +132,18 @@ def run_each(plugin: Any, session: Any) -> None:
         except standins.SubjectGone as exc:
             gone = str(exc)
             plugin.done.add(job["id"])
-            plugin.emit(job, {"status": "fail", "witness": "Crash:subject", "error": gone})
+            if several and job["oracle_file"] != last:
+                # Another file's run (or collection) ended the subject: this file's runs get a collector, and
+                # a subject, of their own, as if each file were a unit (the gate runs them again, REQUEUE).
+                plugin.emit(job, {"status": REQUEUE})
+            else:
+                plugin.emit(job, {"status": "fail", "witness": "Crash:subject", "error": gone})
             continue
         plugin.emit.started(job)
         outcome = _run_here(plugin, job, mine, channel, fd)
         plugin.done.add(job["id"])
         plugin.emit(job, outcome)
+        last = job["oracle_file"]
 
 
 def _run_here(plugin: Any, job: dict[str, Any], items: list[Any], channel: Any, fd: int | None) -> dict[str, Any]:
@@ -130,8 +169,8 @@ def _run_here(plugin: Any, job: dict[str, Any], items: list[Any], channel: Any, 
         if saved is not None:
             inplace.leave(channel, saved)
     result.update(outcome)
-    if type(opened) is list:
-        result["opened"] = list(opened)
+    if type(opened) is list:  # what collecting its own file opened, and what the run did
+        result["opened"] = plugin.collection.charged(job["oracle_file"]) + opened[plugin.collected_opens:]
     result["duration_s"] = round(time.monotonic() - started, 4)
     return result
 
@@ -142,6 +181,11 @@ class Emitter:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self._write, self._dumps = os.write, json.dumps  # bound before any oracle code runs
+
+    def regroup(self) -> None:
+        """The jobs' files could not be collected together: collect each on its own (``fork_group``)."""
+        data = self._dumps({"regroup": True}).encode()
+        self._write(self.fd, len(data).to_bytes(8, "big") + data)
 
     def started(self, job: dict[str, Any]) -> None:
         """The job's run begins (its twin is had): from now its time is the run's (``fork_group``)."""
@@ -174,12 +218,15 @@ def fork_group(jobs: list[dict[str, Any]], state: Any) -> Iterator[dict[str, Any
         pending = {job["id"]: job for job in remaining}
         timeout = float(remaining[0]["timeout"])
         reader = _Frames(rfd, pid)
-        why, running = "crash", None
+        why, running, reported = "crash", None, False
         try:
             limit = 2 * timeout + MARGIN_S  # collecting the file (it ran a first run in this time before)
             while pending:
                 message, why = reader.next(limit)
                 if message is None:
+                    break
+                if message.get("regroup") is True:
+                    why = "regroup"
                     break
                 job_id = message.get("id")
                 if message.get("started") is True and job_id in pending:
@@ -187,10 +234,18 @@ def fork_group(jobs: list[dict[str, Any]], state: Any) -> Iterator[dict[str, Any
                     continue
                 if job_id in pending:
                     del pending[job_id]
+                    reported = True
                     yield message
                 running, limit = None, timeout + MARGIN_S
         finally:
             reader.close()
+        if running is None and not reported and len(files(list(pending.values()))) > 1:
+            # Several files whose collection together failed, hung or crashed: each on its own (the gate runs
+            # them again, each file a unit, with a subject of its own), so one file's collection decides only
+            # its own runs, exactly as it would alone.
+            for job_id in pending:
+                yield {"id": job_id, "status": REQUEUE}
+            return
         if running is not None:  # this run hung or ended the collector: it fails; the rest get a new collector
             del pending[running]
             yield _lost(running, why, timeout, "")

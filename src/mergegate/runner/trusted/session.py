@@ -51,10 +51,12 @@ class GatePlugin:
         self.each: Any = None  # the collector's loop over its jobs (group.run_each), set with the group
         self.done: set[Any] = set()  # the group's jobs already reported
         self.collected_opens = 0  # how many of the opened files collection opened (group.run_each)
+        self.collection: Any = None  # a collector's: what collecting each of its files opened (collected.py)
 
     def for_job(self, job: dict[str, Any], items: list[Any]) -> None:
-        """In a collector's child: this job's items, nothing of another run's outcome."""
+        """In a collector: this job's file and items, nothing of another run's outcome."""
         self.job, self.items = job, items
+        self.rel, self.oracle_path = job["oracle_file"], os.path.join(job["trusted_root"], job["oracle_file"])
         self.examples, self.kinds, self.failure = 0, set(), None
         self.failed_report = self.skipped_report = None
         self.xfailed = 0
@@ -82,7 +84,10 @@ class GatePlugin:
 
         def collect() -> Any:
             try:
-                return list(original())
+                if self.collection is None:
+                    return list(original())
+                with self.collection.inside(collector.nodeid):
+                    return list(original())
             except BaseException as exc:
                 cause: BaseException = exc
                 while cause.__cause__ is not None:  # pytest's CollectError wraps the import's own error
@@ -314,21 +319,22 @@ def _main(args: list[str], plugin: GatePlugin) -> int:
 
 def arguments(job: dict[str, Any], ini: str) -> list[str]:
     """pytest's command line for the job: the node id, and nothing of the repository's configuration."""
-    return _command(os.path.join(job["trusted_root"], job["nodeid"]), [job], ini)
+    return _command([os.path.join(job["trusted_root"], job["nodeid"])], [job], ini)
 
 
 def group_arguments(jobs: list[dict[str, Any]], ini: str) -> list[str]:
-    """pytest's command line for a collector: the oracle file, every job's names recognised as tests."""
-    return _command(os.path.join(jobs[0]["trusted_root"], jobs[0]["oracle_file"]), jobs, ini)
+    """pytest's command line for a collector: its oracle files, every job's names recognised as tests."""
+    rels = dict.fromkeys(job["oracle_file"] for job in jobs)
+    return _command([os.path.join(jobs[0]["trusted_root"], rel) for rel in rels], jobs, ini)
 
 
-def _command(target: str, jobs: list[dict[str, Any]], ini: str) -> list[str]:
+def _command(targets: list[str], jobs: list[dict[str, Any]], ini: str) -> list[str]:
     names = [job["nodeid"].partition("::")[2].partition("[")[0].split("::") for job in jobs]
     functions = " ".join(dict.fromkeys(["test", *(n[-1] for n in names)]))
     classes = " ".join(dict.fromkeys(["Test", *(c for n in names for c in n[:-1])]))
     root = jobs[0]["trusted_root"]
     return [
-        target, "-c", ini, "--rootdir", root, "--confcutdir", root, *blocked(),
+        *targets, "-c", ini, "--rootdir", root, "--confcutdir", root, *blocked(),
         "-s", "-q", "--no-header", "-o", "console_output_style=classic",
         "-o", f"python_functions={functions}", "-o", f"python_classes={classes}", "-o", "python_files=*.py",
     ]

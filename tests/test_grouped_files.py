@@ -1,0 +1,180 @@
+"""Sealed runs of several oracle files share one collector, as one pytest session collects a suite
+(runner/schedule.py ``units``, runner/trusted/group.py, collected.py).
+
+What must hold, through the real ``gate run`` on a real repository (bubblewrap containment):
+
+- the files of a unit are collected by one trusted process, each file once, and their runs run there;
+- a run is charged only with what collecting its own file opened: a fixture one file reads at import
+  is not another file's undeclared fixture;
+- one file's collection error, or a collection that hangs, decides only that file's runs, exactly as
+  when the file runs alone: the other files' runs pass (a run that ends the subject fails the rest of
+  its own file's runs only: tests/test_runner.py ``test_a_killed_subject_is_a_crash_and_the_run_goes_on``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import gate, init_repo, sign_and_commit
+
+STATE = "import os\n\n\ndef pid():\n    return os.getpid()\n"
+
+HEADER = '''\
+import os
+from pathlib import Path
+
+from box import state
+
+LOG = Path(@LOG@)
+with LOG.open("a") as log:  # the oracle is trusted: it may log its own collections
+    log.write(f"collect {Path(__file__).stem} {os.getpid()}\\n")
+'''
+
+ONE = HEADER + '''
+DATA = (Path(__file__).parent.parent / "fixtures" / "one.txt").read_text()  # a fixture read at import
+
+
+def test_one():
+    with LOG.open("a") as log:
+        log.write(f"run one {os.getpid()}\\n")
+    assert DATA == "one" and state.pid() != os.getpid()
+'''
+
+TWO = HEADER + '''
+
+def test_two():
+    with LOG.open("a") as log:
+        log.write(f"run two {os.getpid()}\\n")
+    assert state.pid() != os.getpid()
+'''
+
+BAD = HEADER + '''
+raise RuntimeError("this oracle file cannot be collected")
+
+
+def test_bad():
+    pass
+'''
+
+SLOW = HEADER + '''
+import time
+
+time.sleep(600)
+
+
+def test_slow():
+    pass
+'''
+
+ENTRY = ("id: {pid}\noracle: oracles/properties/{file}.py::{fn}\nclaim: \"{pid}\"\ncanary: false\n"
+         "quarantine_eligible: false\nfixtures: {fixtures}\nmax_examples: 5\ncovers: [\"src/box/**\"]\n")
+
+
+def make_repo(path: Path, log: Path, files: dict[str, str]) -> Path:
+    repo = init_repo(path)
+    policy = (repo / "gate.yaml").read_text()
+    content: dict[str, str | bytes | None] = {
+        "gate.yaml": policy + "runner: {timeout_s: 2, containment: bwrap, jobs: 1}\n",
+        "src/box/__init__.py": "", "src/box/state.py": STATE, "oracles/fixtures/one.txt": "one",
+        "oracles/catalog/claimed.yaml": f"claimed: [{', '.join(f'prop.{name}' for name in sorted(files))}]\n",
+    }
+    for name, text in files.items():
+        content[f"oracles/properties/test_{name}.py"] = text.replace("@LOG@", repr(str(log)))
+        fixtures = '["oracles/fixtures/one.txt"]' if name == "one" else "[]"
+        content[f"oracles/catalog/prop.{name}.yaml"] = ENTRY.format(pid=f"prop.{name}", file=f"test_{name}",
+                                                                   fn=f"test_{name}", fixtures=fixtures)
+    sign_and_commit(repo, content, "production and oracles")
+    return repo
+
+
+def run(repo: Path, *only: str) -> dict[str, dict[str, Any]]:
+    out = repo.parent / "rows.jsonl"
+    args = [arg for prop in only for arg in ("--only", prop)]
+    proc = gate(repo, "run", "--rev", "HEAD", "--seeds", "11", "--out", str(out), *args)
+    assert proc.returncode in (0, 1, 2), proc.stderr  # 2: an oracle file that cannot be loaded
+    return {row["prop"]: row for row in map(json.loads, out.read_text().splitlines())}
+
+
+@pytest.fixture(scope="module")
+def together(tmp_path_factory: pytest.TempPathFactory, bwrap_works: bool) -> tuple[Path, dict[str, Any], list[str]]:
+    root = tmp_path_factory.mktemp("files")
+    log = root / "log.txt"
+    repo = make_repo(root / "repo", log, {"bad": BAD, "one": ONE, "two": TWO})
+    log.write_text("")
+    rows = run(repo)
+    return repo, rows, log.read_text().splitlines()
+
+
+def test_the_files_of_a_unit_share_one_collector(together: tuple[Path, dict[str, Any], list[str]]) -> None:
+    _repo, rows, log = together
+    assert rows["prop.one"]["status"] == rows["prop.two"]["status"] == "pass", rows
+    collects = [line.split() for line in log if line.startswith("collect ")]
+    good = {name: pid for _collect, name, pid in collects if name in ("test_one", "test_two")}
+    # Together (with test_bad) first: that collection failed, so each file was collected again on its own.
+    together_pids = [pid for _collect, name, pid in collects[:3]]
+    assert [name for _collect, name, _pid in collects[:3]] == ["test_bad", "test_one", "test_two"], log
+    assert len(set(together_pids)) == 1, log
+    assert len(good) == 2 and good["test_one"] != good["test_two"], log  # alone, after the regroup
+
+
+def test_a_run_is_charged_only_with_its_own_files_collection(
+        together: tuple[Path, dict[str, Any], list[str]]) -> None:
+    _repo, rows, _log = together
+    assert rows["prop.one"].get("fixtures_opened") == ["oracles/fixtures/one.txt"], rows["prop.one"]
+    assert not rows["prop.two"].get("fixtures_opened"), rows["prop.two"]
+
+
+def test_one_files_collection_error_is_its_own(together: tuple[Path, dict[str, Any], list[str]]) -> None:
+    repo, rows, _log = together
+    bad = rows["prop.bad"]
+    assert bad["status"] == "fail" and "cannot be collected" in bad["error"], bad
+    alone = run(repo, "prop.bad")["prop.bad"]
+    for key in ("status", "witness", "error", "signature"):
+        assert bad[key] == alone[key], (key, bad, alone)
+
+
+def test_files_without_errors_share_a_collector(tmp_path: Path, bwrap_works: bool) -> None:
+    log = tmp_path / "log.txt"
+    repo = make_repo(tmp_path / "repo", log, {"one": ONE, "two": TWO})
+    log.write_text("")
+    rows = run(repo)
+    assert {prop: row["status"] for prop, row in rows.items()} == {"prop.one": "pass", "prop.two": "pass"}, rows
+    # collected together: test_two's run is not charged with the fixture test_one read at import
+    assert rows["prop.one"].get("fixtures_opened") == ["oracles/fixtures/one.txt"], rows["prop.one"]
+    assert not rows["prop.two"].get("fixtures_opened"), rows["prop.two"]
+    collects = [line.split() for line in log.read_text().splitlines() if line.startswith("collect ")]
+    runs = [line.split() for line in log.read_text().splitlines() if line.startswith("run ")]
+    assert len(collects) == 2 and len({pid for *_, pid in collects + runs}) == 1, (collects, runs)
+
+
+def test_a_collection_that_hangs_fails_only_its_own_file(tmp_path: Path, bwrap_works: bool) -> None:
+    log = tmp_path / "log.txt"
+    repo = make_repo(tmp_path / "repo", log, {"one": ONE, "slow": SLOW})
+    rows = run(repo)
+    assert rows["prop.one"]["status"] == "pass", rows["prop.one"]
+    assert rows["prop.slow"]["status"] == "fail" and rows["prop.slow"]["witness"] == "Timeout:runner", rows
+
+
+def test_units_span_files_of_one_side() -> None:
+    from types import SimpleNamespace as NS
+
+    from mergegate.runner import schedule
+
+    def task(root: str, nodeid: str, rev: str = "r1", isolation: str = "sealed") -> Any:
+        prop = NS(oracle=nodeid, oracle_file=nodeid.partition("::")[0], isolation=isolation)
+        return (NS(root=Path(root)), NS(prop=prop, trusted=NS(rev=rev)), 11)
+
+    tasks = [task("/base", "b.py::test_1"), task("/base", "a.py::test_1"), task("/head", "a.py::test_1"),
+             task("/base", "b.py::test_2"), task("/base", "a.py::test_2", rev="r2"), task("/base", "c.py::test_1")]
+    # one unit per tree and trusted revision; a file's runs next to each other, files in order
+    assert sorted(schedule.units(tasks, jobs=1)) == [[1, 0, 3, 5], [2], [4]]
+    overlapping = [task("/t", "a.py::TestC"), task("/t", "a.py::TestC::test_y"), task("/t", "b.py::test_z"),
+                   task("/t", "c.py::test_w"), task("/t", "d.py::test_v", isolation="shared")]
+    assert sorted(schedule.units(overlapping, jobs=1)) == [[0], [1], [2, 3], [4]]
+    many = [task("/t", f"f{i // 20:02d}.py::test_{i}") for i in range(1000)]  # 1,000 tests in 50 files
+    units = schedule.units(many, jobs=2)
+    assert len(units) == 16 and sorted(i for u in units for i in u) == list(range(1000))
