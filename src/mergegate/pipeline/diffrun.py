@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -135,6 +136,15 @@ class Pair:
     @property
     def contract_hash(self) -> str:
         return contract_hash(self.contract)
+
+    @functools.cached_property
+    def rows_of(self) -> dict[str, tuple[list[Row], list[Row]]]:
+        """Each property's rows, (base, head), in run order: one pass, not one per property."""
+        out: dict[str, tuple[list[Row], list[Row]]] = {}
+        for side, rows in enumerate((self.base_rows, self.head_rows)):
+            for r in rows:
+                out.setdefault(r.prop, ([], []))[side].append(r)
+        return out
 
 
 def contract_hash(contract: dict[str, Any]) -> str:

@@ -164,7 +164,8 @@ def _detail(o: Outcome, v: Any) -> str:
     if v.review:
         parts.append("flag for spec review")
     if o.pair is not None:
-        mine = [r for r in (*o.pair.base_rows, *o.pair.head_rows) if r.prop == v.prop]
+        base, head = o.pair.rows_of.get(v.prop, ((), ()))
+        mine = [*base, *head]
         if any(r.isolation != SEALED for r in mine):
             parts.append("unsealed (isolation: shared: a fail counts, a pass is no evidence)")
         elif any(r.containment == "none" for r in mine):
@@ -184,9 +185,10 @@ def _first_failure(o: Outcome, prop: str) -> tuple[str, int, Row] | None:
     """(side, seed, row) of the failure to show for ``prop``: the patch's first, else the base's."""
     if o.pair is None:
         return None
-    for side, rows in (("patch", o.pair.head_rows), ("base", o.pair.base_rows)):
+    base, head = o.pair.rows_of.get(prop, ((), ()))
+    for side, rows in (("patch", head), ("base", base)):
         for r in sorted(rows, key=lambda r: r.seed):
-            if r.prop == prop and r.status == "fail":
+            if r.status == "fail":
                 return side, r.seed, r
     return None
 
