@@ -164,9 +164,9 @@ def test_units_span_files_of_one_side() -> None:
 
     from mergegate.runner import schedule
 
-    def task(root: str, nodeid: str, rev: str = "r1", isolation: str = "sealed") -> Any:
+    def task(root: str, nodeid: str, rev: str = "r1", isolation: str = "sealed", plain: bool = False) -> Any:
         prop = NS(oracle=nodeid, oracle_file=nodeid.partition("::")[0], isolation=isolation)
-        return (NS(root=Path(root)), NS(prop=prop, trusted=NS(rev=rev)), 11)
+        return (NS(root=Path(root)), NS(prop=prop, trusted=NS(rev=rev), seeds_apply=not plain), 11)
 
     tasks = [task("/base", "b.py::test_1"), task("/base", "a.py::test_1"), task("/head", "a.py::test_1"),
              task("/base", "b.py::test_2"), task("/base", "a.py::test_2", rev="r2"), task("/base", "c.py::test_1")]
@@ -175,6 +175,10 @@ def test_units_span_files_of_one_side() -> None:
     overlapping = [task("/t", "a.py::TestC"), task("/t", "a.py::TestC::test_y"), task("/t", "b.py::test_z"),
                    task("/t", "c.py::test_w"), task("/t", "d.py::test_v", isolation="shared")]
     assert sorted(schedule.units(overlapping, jobs=1)) == [[0], [1], [2, 3], [4]]
-    many = [task("/t", f"f{i // 20:02d}.py::test_{i}") for i in range(1000)]  # 1,000 tests in 50 files
+    many = [task("/t", f"f{i // 20:02d}.py::test_{i}") for i in range(1000)]  # 1,000 Hypothesis tests in 50 files
     units = schedule.units(many, jobs=2)
     assert len(units) == 16 and sorted(i for u in units for i in u) == list(range(1000))
+    plain = [task("/t", f"f{i // 20:02d}.py::test_{i}", plain=True) for i in range(1000)]  # one example each
+    assert [len(u) for u in schedule.units(plain, jobs=2)] == [256, 256, 256, 232]
+    mixed = [task("/t", "a.py::test_h"), *(task("/t", f"b.py::test_{i}", plain=True) for i in range(300))]
+    assert [len(u) for u in schedule.units(mixed, jobs=1)] == [253, 48]  # 1 x 4 + 252 x 1, then the rest

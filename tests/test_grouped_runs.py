@@ -329,6 +329,7 @@ def test_units_group_split_and_isolate() -> None:
     class Spec:
         prop: Prop
         trusted: Any
+        seeds_apply: bool = True  # a Hypothesis test: 64 to a unit
 
     @dataclass
     class Tree:

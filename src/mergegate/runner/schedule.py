@@ -219,7 +219,8 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
                 ex.shutdown(wait=True, cancel_futures=True)
 
 
-GROUP_MAX = 64  # runs of one collection, at most: beyond this a tree's runs spread over more units
+GROUP_MAX = 64  # Hypothesis runs of one collection, at most (or GROUP_PLAIN times as many plain tests)
+GROUP_PLAIN = 4  # plain tests that cost a unit what one Hypothesis run does (each is one example)
 
 
 def units(tasks: Sequence[Task], jobs: int) -> list[list[int]]:
@@ -227,9 +228,10 @@ def units(tasks: Sequence[Task], jobs: int) -> list[list[int]]:
 
     Sealed runs of one tree and trusted revision are collected together, as one pytest session
     collects a suite (``trusted/group.py``): a unit's oracle files are collected once, file by file,
-    at most ``GROUP_MAX`` runs to a unit (a file's runs next to each other), and units are split further
-    while there are fewer of them than evaluators.  Isolation ``shared`` runs, and node ids of one
-    file that select each other's items, run alone.
+    at most ``GROUP_MAX`` Hypothesis runs to a unit, a plain test counting ``1 / GROUP_PLAIN`` of one
+    (a file's runs next to each other), and units are split further while there are fewer of them
+    than evaluators.  Isolation ``shared`` runs, and node ids of one file that select each other's
+    items, run alone.
     """
     groups: dict[tuple[Path, str], dict[str, list[int]]] = {}
     out: list[list[int]] = []
@@ -240,20 +242,36 @@ def units(tasks: Sequence[Task], jobs: int) -> list[list[int]]:
         else:
             out.append([index])
     for by_file in groups.values():
-        members: list[int] = []
+        unit: list[int] = []
+        cost = 0
         for _file, indices in sorted(by_file.items()):
             if group.overlapping(sorted({tasks[i][1].prop.oracle for i in indices})):
                 out.extend([i] for i in indices)
-            else:
-                members.extend(indices)
-        out.extend(members[k:k + GROUP_MAX] for k in range(0, len(members), GROUP_MAX))
-    out.sort(key=len, reverse=True)
+                continue
+            for i in indices:
+                each = _cost(tasks[i])
+                if unit and cost + each > GROUP_MAX * GROUP_PLAIN:
+                    out.append(unit)
+                    unit, cost = [], 0
+                unit.append(i)
+                cost += each
+        if unit:
+            out.append(unit)
+    def weight(unit: list[int]) -> int:
+        return sum(_cost(tasks[i]) for i in unit)
+
+    out.sort(key=weight, reverse=True)
     while len(out) < jobs and len(out[0]) > 1:
         largest = out.pop(0)
         half = (len(largest) + 1) // 2
         out.extend([largest[:half], largest[half:]])
-        out.sort(key=len, reverse=True)
+        out.sort(key=weight, reverse=True)
     return out
+
+
+def _cost(task: Task) -> int:
+    """What a run costs a unit: a Hypothesis run GROUP_PLAIN, a plain test (one example) 1."""
+    return GROUP_PLAIN if task[1].seeds_apply else 1
 
 
 def _row(task: Task, job: dict[str, Any], out: dict[str, Any], policy: Policy, scratch: Path,
