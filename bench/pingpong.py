@@ -6,6 +6,10 @@ but no codec, no stand-ins and no production.  Measured with both processes on o
 evaluator and its subject) and on two; then raw bytes on the same socket pair, for the kernel's share.
 Against it: what a real request costs (``bench/suite.py`` prints natsort's: about 110 us with production's work).
 
+Then the floor under every sealed *run*: a fresh production process (``op_twin``: the subject forks itself) that
+answers one framed request and exits, from a process of this bench's size and again after importing Hypothesis
+and pytest (a larger production process forks and exits slower); both on one core, as a collector and its twin.
+
     .venv/bin/python bench/pingpong.py [--n 20000]
 """
 
@@ -73,6 +77,22 @@ def raw(n: int, cpus: tuple[int | None, int | None]) -> float:
     return took / n * 1e6
 
 
+def twin(n: int, cpu: int) -> tuple[float, float]:
+    """Microseconds of wall per forked process that answers one request and exits; this process's RSS in MB."""
+    _pin(cpu)
+    started = time.perf_counter()
+    for i in range(n):
+        a, pid = _forked((cpu, cpu), lambda b: wire.Endpoint(b, lambda m: ["ok", m[1]]).serve())
+        end = wire.Endpoint(a, lambda m: ["err", "no"])
+        end.request(["op", i, "x" * 20])
+        end.close()
+        os.waitpid(pid, 0)
+    took = time.perf_counter() - started
+    with open("/proc/self/statm") as statm:
+        rss = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    return took / n * 1e6, rss
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20000)
@@ -88,6 +108,17 @@ def main() -> None:
         raw_us = raw(args.n, cpus)
         os.sched_setaffinity(0, set(cores))
         print(f"  {label:9}: framed request/reply {framed_us:6.1f} us   raw bytes {raw_us:6.1f} us")
+    import gc
+
+    for label in ("as started", "with hypothesis and pytest imported"):
+        if label != "as started":
+            import hypothesis  # noqa: F401
+            import pytest  # noqa: F401
+        gc.collect()
+        gc.freeze()  # as the subject does before it forks
+        us, rss = twin(max(1, args.n // 20), cores[0])
+        os.sched_setaffinity(0, set(cores))
+        print(f"  a fresh process per run ({label}, {rss:.0f} MB): fork, one request, exit: {us:6.0f} us")
 
 
 if __name__ == "__main__":
