@@ -74,19 +74,23 @@ ENTRY = ("id: {pid}\noracle: oracles/properties/{file}.py::{fn}\nclaim: \"{pid}\
          "quarantine_eligible: false\nfixtures: {fixtures}\nmax_examples: 5\ncovers: [\"src/box/**\"]\n")
 
 
-def make_repo(path: Path, log: Path, files: dict[str, str]) -> Path:
+def make_repo(path: Path, log: Path, files: dict[str, str], extra: dict[str, str] | None = None) -> Path:
+    """Each ``files`` key ``[folder/]name``: ``oracles/properties/[folder/]test_name.py`` and its entry."""
     repo = init_repo(path)
     policy = (repo / "gate.yaml").read_text()
+    pids = {key: "prop." + key.replace("/", "_") for key in files}
     content: dict[str, str | bytes | None] = {
         "gate.yaml": policy + "runner: {timeout_s: 2, containment: bwrap, jobs: 1}\n",
         "src/box/__init__.py": "", "src/box/state.py": STATE, "oracles/fixtures/one.txt": "one",
-        "oracles/catalog/claimed.yaml": f"claimed: [{', '.join(f'prop.{name}' for name in sorted(files))}]\n",
+        "oracles/catalog/claimed.yaml": f"claimed: [{', '.join(sorted(pids.values()))}]\n", **(extra or {}),
     }
-    for name, text in files.items():
-        content[f"oracles/properties/test_{name}.py"] = text.replace("@LOG@", repr(str(log)))
+    for key, text in files.items():
+        folder, _, name = key.rpartition("/")
+        rel = f"{folder}/test_{name}" if folder else f"test_{name}"
+        content[f"oracles/properties/{rel}.py"] = text.replace("@LOG@", repr(str(log)))
         fixtures = '["oracles/fixtures/one.txt"]' if name == "one" else "[]"
-        content[f"oracles/catalog/prop.{name}.yaml"] = ENTRY.format(pid=f"prop.{name}", file=f"test_{name}",
-                                                                   fn=f"test_{name}", fixtures=fixtures)
+        content[f"oracles/catalog/{pids[key]}.yaml"] = ENTRY.format(pid=pids[key], file=rel, fn=f"test_{name}",
+                                                                   fixtures=fixtures)
     sign_and_commit(repo, content, "production and oracles")
     return repo
 
@@ -182,3 +186,25 @@ def test_units_span_files_of_one_side() -> None:
     assert [len(u) for u in schedule.units(plain, jobs=2)] == [256, 256, 256, 232]
     mixed = [task("/t", "a.py::test_h"), *(task("/t", f"b.py::test_{i}", plain=True) for i in range(300))]
     assert [len(u) for u in schedule.units(mixed, jobs=1)] == [253, 48]  # 1 x 4 + 252 x 1, then the rest
+
+
+SAME = HEADER + """
+
+def test_same(value):
+    assert value == Path(__file__).parent.name and state.pid() != os.getpid()
+"""
+CONFTEST = "import pytest\n\n\n@pytest.fixture\ndef value():\n    return {name!r}\n"
+
+
+def test_folders_with_their_own_conftest_and_one_basename(tmp_path: Path, bwrap_works: bool) -> None:
+    """Two folders, each a conftest with its own ``value`` and a ``test_same.py``: one session cannot import both
+    modules under one name (pytest's import file mismatch), so each file runs as a unit of its own, and passes."""
+    log = tmp_path / "log.txt"
+    extra = {f"oracles/properties/{name}/conftest.py": CONFTEST.format(name=name) for name in ("alpha", "beta")}
+    repo = make_repo(tmp_path / "repo", log, {"alpha/same": SAME, "beta/same": SAME}, extra)
+    log.write_text("")
+    rows = run(repo)
+    assert {prop: row["status"] for prop, row in rows.items()} == {"prop.alpha_same": "pass",
+                                                                   "prop.beta_same": "pass"}, rows
+    pids = [line.split()[2] for line in log.read_text().splitlines() if line.startswith("collect ")]
+    assert len(pids) == 3 and len(set(pids)) == 3, pids  # together (alpha only: beta's import failed), then each
