@@ -208,3 +208,18 @@ def test_folders_with_their_own_conftest_and_one_basename(tmp_path: Path, bwrap_
                                                                    "prop.beta_same": "pass"}, rows
     pids = [line.split()[2] for line in log.read_text().splitlines() if line.startswith("collect ")]
     assert len(pids) == 3 and len(set(pids)) == 3, pids  # together (alpha only: beta's import failed), then each
+
+
+def test_a_jobs_items_are_found_by_index_as_pytest_selects_them() -> None:
+    """``by_selector`` (one pass) gives each node id exactly the items ``selects`` would (a scan per job)."""
+    from types import SimpleNamespace as NS
+
+    from mergegate.runner.trusted.group import by_selector, selects
+
+    ids = ["t.py::test_x", "t.py::test_x[1-2]", "t.py::test_x[a[b]", "t.py::TestC::test_y", "t.py::test_xy",
+           "t.py::TestCD::test_y", "t.py::TestC::test_y[0]", "u.py::test_x", "d/t.py::TestC::Inner::test_z[::]"]
+    items = [NS(nodeid=i) for i in ids]
+    index = by_selector(items)
+    wanted = {i[:k] for i in ids for k in range(1, len(i) + 1)}
+    for w in sorted(wanted):
+        assert index.get(w, []) == [item for item in items if selects(w, item.nodeid)], w
