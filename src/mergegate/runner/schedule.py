@@ -185,10 +185,11 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
                                      subject))
                 by_id = {job["id"]: job for job in jobs}
                 again: list[int] = []
+                several = len(group.files(jobs)) > 1  # only a unit of several files is ever run again
 
                 def done(out: dict[str, Any]) -> None:  # as each run's outcome arrives
                     index = out["id"]
-                    if out.get("status") == group.REQUEUE and len(group.files(jobs)) > 1:
+                    if out.get("status") == group.REQUEUE and several:
                         again.append(index)  # its file is run again as a unit of its own (group.REQUEUE)
                         return
                     rows[index] = _row(tasks[index], by_id[index], out, policy, scratch, subjects, closures)

@@ -182,15 +182,16 @@ class Emitter:
         self.fd = fd
         self._write, self._dumps = os.write, json.dumps  # bound before any oracle code runs
 
+    def _send(self, data: bytes) -> None:
+        self._write(self.fd, len(data).to_bytes(8, "big") + data)
+
     def regroup(self) -> None:
         """The jobs' files could not be collected together: collect each on its own (``fork_group``)."""
-        data = self._dumps({"regroup": True}).encode()
-        self._write(self.fd, len(data).to_bytes(8, "big") + data)
+        self._send(self._dumps({"regroup": True}).encode())
 
     def started(self, job: dict[str, Any]) -> None:
         """The job's run begins (its twin is had): from now its time is the run's (``fork_group``)."""
-        data = self._dumps({"id": job["id"], "started": True}).encode()
-        self._write(self.fd, len(data).to_bytes(8, "big") + data)
+        self._send(self._dumps({"id": job["id"], "started": True}).encode())
 
     def __call__(self, job: dict[str, Any], outcome: dict[str, Any]) -> None:
         try:
@@ -198,7 +199,7 @@ class Emitter:
         except BaseException:
             data = self._dumps({"id": job["id"], "status": "fail", "witness": "Unserialisable:runner",
                                 "error": "result not serialisable"}).encode()
-        self._write(self.fd, len(data).to_bytes(8, "big") + data)
+        self._send(data)
 
 
 # ---------------------------------------------------------------- in the zygote
