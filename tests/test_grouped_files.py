@@ -227,10 +227,12 @@ def test_a_jobs_items_are_found_by_index_as_pytest_selects_them() -> None:
 
 KILLS_ITS_COLLECTION = '''import os
 import signal
+import time
 
 
 def pid():
     os.kill(os.getppid(), signal.SIGKILL)  # the collection's process: the unit's later runs get no twin from it
+    time.sleep(30)  # never answers: its twin dies with that process (or the run times out), never a race to reply
     return os.getpid()
 '''
 
