@@ -72,6 +72,7 @@ class Box:
 
 ORACLE = '''\
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -89,6 +90,7 @@ KEPT = []  # an oracle cache across runs (a trusted module global)
 
 def first_example(name):
     """Once per run: production is as collection left it (the first bump of a fresh twin is 1)."""
+    print(f"{name} wrote this", file=sys.stderr)  # only its own run's row may ever show it
     if state.bump() != 1:
         return  # a later example of the same run
     with LOG.open("a") as log:
@@ -114,6 +116,7 @@ def test_plain():
 
 
 def test_hang():
+    print("hang: about to sleep", file=sys.stderr)
     time.sleep(600)
 
 
@@ -134,6 +137,7 @@ def test_keep():
 
 
 def test_exit():
+    print("exit: about to end", file=sys.stderr, flush=True)
     os._exit(9)  # the trusted process itself ends
 
 
@@ -230,6 +234,7 @@ def test_a_hanging_run_fails_alone(honest: tuple[dict[Any, Any], list[str]]) -> 
     rows, _log = honest
     assert rows[("prop.hang", 11)]["status"] == "fail"
     assert rows[("prop.hang", 11)]["witness"] == "Timeout:runner", rows[("prop.hang", 11)]
+    assert rows[("prop.hang", 11)]["error"].endswith("stderr: hang: about to sleep"), rows[("prop.hang", 11)]
 
 
 def test_a_run_that_kills_its_production_process_fails_alone(honest: tuple[dict[Any, Any], list[str]]) -> None:
@@ -242,6 +247,9 @@ def test_a_run_that_ends_its_trusted_process_fails_alone(honest: tuple[dict[Any,
     rows, _log = honest
     assert rows[("prop.exit", 11)]["status"] == "fail"
     assert rows[("prop.exit", 11)]["witness"] == "Crash:runner", rows[("prop.exit", 11)]
+    # what it wrote to stderr is in its row, and nothing another run of its collector wrote there
+    assert "stderr: exit: about to end" in rows[("prop.exit", 11)]["error"], rows[("prop.exit", 11)]
+    assert "wrote this" not in rows[("prop.exit", 11)]["error"], rows[("prop.exit", 11)]
     passing = {key for key, row in rows.items() if row["status"] == "pass"}
     assert {key[0] for key in passing} == {"prop.a", "prop.b", "prop.plain", "prop.keep", "prop.keep2",
                                            "prop.kept_fixture"}, rows

@@ -98,6 +98,7 @@ def run_group(jobs: list[dict[str, Any]], finder: Any, result: dict[str, Any], e
     plugin = session.GatePlugin(job, finder, os.path.join(job["trusted_root"], job["oracle_file"]), job["oracle_file"])
     plugin.group, plugin.each, plugin.result, plugin.emit = jobs, run_each, result, emit
     plugin.collection = collected.Opens(result.get("opened"))
+    plugin.stderr = os.dup(2)  # the file forks.prepare opened for the first job: every run's (_run_here)
     code = session._main(session.group_arguments(jobs, session._ini(job)), plugin)
     if not plugin.done and len(files(jobs)) > 1:
         emit.regroup()
@@ -149,9 +150,7 @@ def run_each(plugin: Any, session: Any) -> None:
 def _run_here(plugin: Any, job: dict[str, Any], items: list[Any], channel: Any, fd: int | None) -> dict[str, Any]:
     """One job's items in this process, against the twin on ``fd`` (``inplace.py``); its outcome and row."""
     started = time.monotonic()
-    err = os.open(job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(err, 2)
-    os.close(err)
+    _own_stderr(plugin.stderr)
     opened = plugin.result.get("opened")
     if type(opened) is list:
         del opened[plugin.collected_opens:]  # the audit hook's list: what collection opened, then this run's
@@ -173,6 +172,18 @@ def _run_here(plugin: Any, job: dict[str, Any], items: list[Any], channel: Any, 
         result["opened"] = plugin.collection.charged(job["oracle_file"]) + opened[plugin.collected_opens:]
     result["duration_s"] = round(time.monotonic() - started, 4)
     return result
+
+
+def _own_stderr(fd: int) -> None:
+    """Point fd 2 at the collector's stderr file (``fd``), emptied: what it holds from now on is this run's.
+
+    One file per collector, not one per run (creating a file costs more than most plain tests do); it is
+    read only when a run is lost, and then the zygote gives it that run's name (``_keep_stderr``).
+    """
+    os.dup2(fd, 2)
+    if os.fstat(fd).st_size:
+        os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
 
 
 class Emitter:
@@ -248,13 +259,21 @@ def fork_group(jobs: list[dict[str, Any]], state: Any) -> Iterator[dict[str, Any
                 yield {"id": job_id, "status": REQUEUE}
             return
         if running is not None:  # this run hung or ended the collector: it fails; the rest get a new collector
-            del pending[running]
+            _keep_stderr(remaining[0], pending.pop(running))
             yield _lost(running, why, timeout, "")
             remaining = [job for job in remaining if job["id"] in pending]
             continue
         for job_id in pending:
             yield _lost(job_id, why, timeout, " (collecting the oracle file, or a run before it)")
         return
+
+
+def _keep_stderr(first: dict[str, Any], lost: dict[str, Any]) -> None:
+    """The lost run's stderr under its own name (the schedule reads its end into the row): the collector's file,
+    which was the first job's and holds only what the lost run wrote (``_own_stderr``)."""
+    if lost["stderr"] != first["stderr"]:
+        with contextlib.suppress(OSError):
+            os.replace(first["stderr"], lost["stderr"])
 
 
 def _lost(job_id: Any, why: str, timeout: float, where: str) -> dict[str, Any]:

@@ -52,6 +52,7 @@ class GatePlugin:
         self.done: set[Any] = set()  # the group's jobs already reported
         self.collected_opens = 0  # how many of the opened files collection opened (group.run_each)
         self.collection: Any = None  # a collector's: what collecting each of its files opened (collected.py)
+        self.stderr: int | None = None  # a collector's stderr file, emptied as each run starts (group._run_here)
 
     def for_job(self, job: dict[str, Any], items: list[Any]) -> None:
         """In a collector: this job's file and items, nothing of another run's outcome."""
