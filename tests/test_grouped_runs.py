@@ -395,3 +395,49 @@ def test_an_agent_patch_whose_production_never_answers_a_twin_is_rejected(tmp_pa
     failed = {p["prop"] for p in data["properties"] if p["verdict"] != "pass"}
     assert {"prop.a", "prop.b", "prop.plain"} <= failed, data["properties"]
     assert time.monotonic() - started < 120  # bounded by the runs' timeout, not production's sleep
+
+
+TWIN_DIES = '''
+import os, sys, time
+from mergegate.runner.subject import server
+
+arm = server._death_signal()
+assert server._death_signal() is arm, "made again for each twin"
+r, w = os.pipe()
+if os.fork() == 0:  # a connection's process
+    mine = server._death_signal()
+    assert mine is not arm, "a child's twins must die with the child, not with its parent"
+    if os.fork() == 0:  # its twin
+        mine()
+        os.write(w, str(os.getpid()).encode())
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1), os.dup2(null, 2)  # the test waits for the twin's end, not its output's
+        time.sleep(60)
+        os._exit(0)
+    time.sleep(0.2)
+    os._exit(0)  # the connection ends: its twin must go with it
+os.close(w)
+print(os.read(r, 32).decode())
+'''
+
+
+def test_a_twin_dies_with_the_process_it_was_forked_from(tmp_path: Path) -> None:
+    """``subject/server.py``: each twin is armed to die with its connection's process (no orphan runs on after its
+    run was given up), by a function made once per process, not once per twin."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", TWIN_DIES], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    twin = int(proc.stdout)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{twin}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.05)
+    os.kill(twin, 9)
+    pytest.fail("the twin outlived the process it was forked from by 10 s")

@@ -332,19 +332,31 @@ def serve_connection(conn: socket.socket, codec: Any, wire: Any, roots: list[str
     session.endpoint.serve()
 
 
+_ARMS: dict[int, Callable[[], None]] = {}
+
+
 def _death_signal() -> Callable[[], None]:
-    """A function that makes the calling child die with the fork server (Linux prctl), loaded once."""
+    """A function that makes the calling child die with this process (Linux prctl): made once per process, as
+    a connection forks a twin per run (making it, a library handle and a class of ctypes', takes longer than
+    the twin's first request)."""
+    parent = os.getpid()
+    arm = _ARMS.get(parent)
+    if arm is None:
+        arm = _ARMS[parent] = _make_arm(parent)
+    return arm
+
+
+def _make_arm(parent: int) -> Callable[[], None]:
     try:
         import ctypes
 
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError, ImportError):
         return lambda: None
-    parent = os.getpid()
 
     def arm() -> None:
         prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the fork server died before the line above
+        if os.getppid() != parent:  # the parent died before the line above
             os._exit(71)
 
     return arm
