@@ -92,6 +92,32 @@ class EvilStr(str):
     __hash__ = str.__hash__
 
 
+def test_the_standard_librarys_dict_types_round_trip_as_themselves() -> None:
+    """OrderedDict (in its own order), defaultdict (with its factory) and Counter: their own types, not a dict."""
+    import collections
+
+    ordered = collections.OrderedDict(a=1, b=2)
+    ordered.move_to_end("a")  # its order, not the order of the dict beneath it
+    out = roundtrip(ordered)
+    assert type(out) is collections.OrderedDict and list(out.items()) == [("b", 2), ("a", 1)]
+    grouped = roundtrip(collections.defaultdict(list, {"x": [1]}))
+    assert type(grouped) is collections.defaultdict and grouped == {"x": [1]} and grouped["y"] == []
+    assert type(roundtrip(collections.defaultdict(None))) is collections.defaultdict
+    counts = roundtrip(collections.Counter("abca"))
+    assert type(counts) is collections.Counter and counts.most_common(1) == [("a", 2)]
+
+    class Mine(collections.OrderedDict):  # a subclass of one travels as its plain type, as every subclass does
+        pass
+
+    assert type(roundtrip(Mine(a=1))) is dict
+
+
+@pytest.mark.parametrize("data", [["dd"], ["dd", 5, "k"], ["dd", 5], ["od", "k"], ["ctr", "a", 1, "b"]])
+def test_malformed_standard_dicts_are_codec_errors(data: list[Any]) -> None:
+    with pytest.raises(codec.CodecError):
+        codec.decode(data, no_resolve)
+
+
 def test_subclasses_of_plain_types_arrive_as_the_plain_type() -> None:
     """The evaluator's own types, so a comparison that always holds cannot cross."""
     assert type(roundtrip(EvilInt(3))) is int and roundtrip(EvilInt(3)) != 4
@@ -221,6 +247,24 @@ __all__ = ["money", "Order", "InvalidOrder", "Custom", "fail", "sort_in_place", 
 
 def next_of(xs):
     return next(iter(xs))
+
+def kind_of(o):
+    """What production sees of the oracle's value (pyrsistent's freeze asks ``type(o) is defaultdict``)."""
+    return type(o).__name__, list(o.items()), o["missing"] if type(o).__name__ == "defaultdict" else None
+
+def ordered(pairs):
+    import collections
+    return collections.OrderedDict(pairs)
+
+def grouped(pairs, factory=list):
+    import collections
+    out = collections.defaultdict(factory)
+    for key, value in pairs:
+        out[key] = value
+    return out
+
+def default_total():
+    return Money(0)
 
 def where():
     return {"pid": os.getpid(), "cwd": os.getcwd(), "path": sys.path[:]}
@@ -412,6 +456,26 @@ def test_a_frame_that_does_not_parse_ends_the_channel(tmp_path: Path, frame: byt
         channel.request("import", "x")
     assert channel.endpoint is None
     listener.close()
+
+
+def test_the_standard_librarys_dict_types_cross_both_ways_as_themselves(prod: Any) -> None:
+    """Production sees the oracle's defaultdict as one (pyrsistent's ``freeze``), and its OrderedDict in order;
+    the evaluator gets production's as its own types, a production factory called in production."""
+    import collections
+
+    name, items, missing = prod.kind_of(collections.defaultdict(list, {"a": 1}))
+    assert (name, items, missing) == ("defaultdict", [("a", 1)], [])
+    ordered = collections.OrderedDict(a=1, b=2)
+    ordered.move_to_end("a")
+    assert prod.kind_of(ordered)[:2] == ("OrderedDict", [("b", 2), ("a", 1)])
+    assert prod.kind_of(collections.Counter("aab"))[:2] == ("Counter", [("a", 2), ("b", 1)])
+    back = prod.ordered([("b", 1), ("a", 2)])
+    assert type(back) is collections.OrderedDict
+    assert back == collections.OrderedDict([("b", 1), ("a", 2)]) and back != collections.OrderedDict(a=2, b=1)
+    grouped = prod.grouped([("x", 1)])
+    assert type(grouped) is collections.defaultdict and grouped["y"] == [] and grouped == {"x": 1, "y": []}
+    totals = prod.grouped([], prod.default_total)  # production's factory: called in production, its value here
+    assert totals["new"] == 0 and type(totals["new"]) is int
 
 
 def test_fractions_and_decimals_cross_both_ways(prod: Any) -> None:

@@ -5,7 +5,8 @@ the trusted evaluator imports it.  Both sides encode and decode with it.
 
 A value on the wire is JSON.  ``null``, booleans, small integers, floats and
 strings stand for themselves; every other value is an array whose first element
-is a tag (see ``_DECODERS``): tuples, lists, dicts, sets, bytes, big integers,
+is a tag (see ``_DECODERS``): tuples, lists, dicts (the standard library's ``OrderedDict``,
+``defaultdict`` and ``Counter`` as themselves: ``mappings.py``), sets, bytes, big integers,
 ``Decimal``, ``Fraction``, dates and times, ``UUID``, ``pathlib`` paths, compiled regular
 expressions (compiled again by the decoder's own ``re``), named tuples (rebuilt
 as the decoder's own ``namedtuple``), builtin types by name, and references to
@@ -30,7 +31,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import identity
+from . import identity, mappings
 
 MAX_DEPTH = 100
 MAX_INT_HEX = 1 << 16  # hex digits of one integer (about 78,000 decimal digits)
@@ -386,4 +387,6 @@ _DECODERS: dict[str, Callable[[list[Any], Resolve, int], Any]] = {
     "=": _named,
     "~": lambda d, r, n: SAME.get(d[1]) if len(d) == 2 else SAME.get(None),
 }
+_ENCODERS.update(mappings.encoders(encode))  # OrderedDict, defaultdict, Counter: each arrives as itself
+_DECODERS.update(mappings.decoders(decode, CodecError))
 
