@@ -9,6 +9,7 @@ oracle's own object: production chooses which of the oracle's objects it returns
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Iterator
 from typing import Any
 
@@ -148,6 +149,12 @@ def calls_as_a_callback(obj, offset):
         return type(exc).__name__
     return "called"
 
+def differ(a, b):
+    return a != b
+
+def kind(x):
+    return type(x).__name__, isinstance(x, tuple)
+
 def names_a_reverse(n):
     """A hostile reply: every later call answers with the oracle object numbered ``n``."""
     server = sys.modules["__main__"]
@@ -172,6 +179,29 @@ class Dummy:
 
     def keep(self) -> None:
         pass
+
+
+class BrokenPerson(collections.namedtuple("Person", "name")):
+    """pyrsistent's #268 test: a named tuple with an ``__eq__`` of its own and ``tuple``'s ``!=``."""
+
+    def __eq__(self, other: object) -> bool:
+        return self.__class__ == other.__class__ and self.name == other.name  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+class BrokenItem(collections.namedtuple("Item", "name")):
+    def __eq__(self, other: object) -> bool:
+        return self.__class__ == other.__class__ and self.name == other.name  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+class Labelled(collections.namedtuple("Labelled", "name")):
+    def label(self) -> str:
+        return self.name.upper()
 
 
 @pytest.fixture(scope="module")
@@ -319,3 +349,17 @@ def test_an_oracle_object_is_an_instance_of_a_production_protocol_it_has_the_mem
     calls = channel.calls
     assert not isinstance(KeysAndItems({}), table) and not issubclass(KeysAndItems, table)
     assert channel.calls == calls  # a nominal class: the evaluator's own object is never its instance
+
+
+def test_an_oracle_tuple_with_comparisons_of_its_own_is_compared_by_them_in_production(prod: Any) -> None:
+    """pyrsistent's ``pmap_removal_with_broken_classes_deriving_from_namedtuple``: production's map keys by the
+    oracle's named tuples; its ``==`` is the class's own (a person is not an item), its ``!=`` is ``tuple``'s
+    (the bug the test documents), exactly as in one process.  A named tuple with only methods of its own still
+    reaches production as the tuple it is."""
+    person, item = BrokenPerson("X"), BrokenItem("X")
+    table = prod.Table().put(person, 1).put(item, 2)
+    assert table.has(person) and table.has(item) and table.get(item) == 2 and table.get(person) == 1
+    assert table.keys() == [person, item] and table.keys()[1] is item
+    assert (person == item, person != item) == (False, False)  # in this process: tuple's != holds them equal
+    assert prod.differ(person, item) is False and prod.differ(person, BrokenPerson("Y")) is True
+    assert prod.kind(Labelled("x")) == ("tuple", True)

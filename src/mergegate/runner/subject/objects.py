@@ -52,6 +52,9 @@ class Reverse:
     def __eq__(self, other: object) -> bool:
         return self._gate_op("eq", other) is True
 
+    def __ne__(self, other: object) -> bool:  # the oracle's own (a tuple subclass's is ``tuple``'s, not ``not ==``)
+        return self._gate_op("ne", other) is True
+
     __hash__ = None  # type: ignore[assignment]
 
 

@@ -264,7 +264,9 @@ class Channel:
             return ["cb", number, self.params[number]]
         if type(obj) in _VIEWS:  # a view of one of the oracle's dicts: its items, in order, by value
             return codec.encode(list(obj), self._ref)  # type: ignore[no-any-return]
-        if isinstance(obj, tuple):  # an oracle's own tuple subclass reaches production as the tuple it is
+        if isinstance(obj, tuple) and not reverse.compares_itself(type(obj)):
+            # an oracle's own tuple subclass (a named tuple with methods) reaches production as the tuple it is;
+            # one with its own ``==``/``!=``/``hash`` goes as the object below, which answers them itself
             return codec.encode(tuple(tuple.__iter__(obj)), self._ref)  # type: ignore[no-any-return]
         if not isinstance(obj, type):  # an object of the oracle's: production's uses of a copy come back here
             number = self.callback_ids.get(id(obj))

@@ -19,9 +19,21 @@ from mergegate.runner.trusted.faults import SealedCallError
 
 OPS: dict[str, Any] = {
     "getitem": operator.getitem, "len": len, "iter": iter, "next": next, "contains": operator.contains,
-    "repr": repr, "eq": operator.eq, "hash": hash, "call": lambda obj, args, kwargs: obj(*args, **kwargs),
+    "repr": repr, "eq": operator.eq, "ne": operator.ne, "hash": hash,
+    "call": lambda obj, args, kwargs: obj(*args, **kwargs),
 }
 ANSWERS = {"rget": (AttributeError,), "getitem": (KeyError, IndexError), "next": (StopIteration,)}
+
+
+COMPARISONS = ("__eq__", "__ne__", "__hash__", "__lt__", "__le__", "__gt__", "__ge__")
+
+
+def compares_itself(kind: type) -> bool:
+    """Whether a class of the oracle's defines a comparison or hash of its own (not ``tuple``'s or ``object``'s):
+    then its tuples reach production as objects answered here, not as plain tuples (``Channel._ref``):
+    pyrsistent's ``BrokenItem(namedtuple(...))``, whose ``__eq__`` production's map must use, and whose ``!=``
+    is ``tuple``'s (pyrsistent's issue #268)."""
+    return any(name in vars(k) for k in kind.__mro__ if k not in (tuple, object) for name in COMPARISONS)
 
 
 def module_name(ch: Any, message: list[Any]) -> list[Any]:
