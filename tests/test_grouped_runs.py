@@ -401,11 +401,11 @@ TWIN_DIES = '''
 import os, sys, time
 from mergegate.runner.subject import server
 
-arm = server._death_signal()
-assert server._death_signal() is arm, "made again for each twin"
+arm = server.LIMITS.death_signal()
+assert server.LIMITS.death_signal() is arm, "made again for each twin"
 r, w = os.pipe()
 if os.fork() == 0:  # a connection's process
-    mine = server._death_signal()
+    mine = server.LIMITS.death_signal()
     assert mine is not arm, "a child's twins must die with the child, not with its parent"
     if os.fork() == 0:  # its twin
         mine()

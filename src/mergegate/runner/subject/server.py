@@ -250,7 +250,7 @@ def op_twin(s: Session) -> list[Any]:
     The new socket's other end goes back as one byte carrying its descriptor.
     """
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    arm = _death_signal()  # the twin dies with this connection's process
+    arm = LIMITS.death_signal()  # the twin dies with this connection's process
     pid = os.fork()
     if pid == 0:  # the twin: serve the new socket until the evaluator hangs up, never the old one
         try:
@@ -318,6 +318,7 @@ def _load_objects() -> Any:
 
 
 OBJECTS = _load_objects()
+LIMITS = _beside("limits.py", "_mergegate_subject_limits")  # hard limits; dying with the parent
 
 
 # ---------------------------------------------------------------- the fork server
@@ -332,39 +333,9 @@ def serve_connection(conn: socket.socket, codec: Any, wire: Any, roots: list[str
     session.endpoint.serve()
 
 
-_ARMS: dict[int, Callable[[], None]] = {}
-
-
-def _death_signal() -> Callable[[], None]:
-    """A function that makes the calling child die with this process (Linux prctl): made once per process, as
-    a connection forks a twin per run (making it, a library handle and a class of ctypes', takes longer than
-    the twin's first request)."""
-    parent = os.getpid()
-    arm = _ARMS.get(parent)
-    if arm is None:
-        arm = _ARMS[parent] = _make_arm(parent)
-    return arm
-
-
-def _make_arm(parent: int) -> Callable[[], None]:
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError, ImportError):
-        return lambda: None
-
-    def arm() -> None:
-        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before the line above
-            os._exit(71)
-
-    return arm
-
-
 def main() -> None:
     config = json.loads(sys.argv[1])
-    _beside("limits.py", "_mergegate_subject_limits").lower_limits(config)
+    LIMITS.lower_limits(config)
     codec, wire = load_protocol(config["protocol"])
     listener = socket.socket(fileno=int(config["listen_fd"]))
     sys.dont_write_bytecode = True
@@ -381,7 +352,7 @@ def main() -> None:
     if TRACER:
         TRACER[0].mark_imported()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    die_with_parent = _death_signal()
+    die_with_parent = LIMITS.death_signal()
     import gc
 
     gc.collect()
