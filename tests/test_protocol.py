@@ -106,10 +106,43 @@ def test_the_standard_librarys_dict_types_round_trip_as_themselves() -> None:
     counts = roundtrip(collections.Counter("abca"))
     assert type(counts) is collections.Counter and counts.most_common(1) == [("a", 2)]
 
-    class Mine(collections.OrderedDict):  # a subclass of one travels as its plain type, as every subclass does
-        pass
 
-    assert type(roundtrip(Mine(a=1))) is dict
+
+def test_a_subclass_of_the_standard_librarys_dict_types_travels_as_that_type_read_with_its_own_methods() -> None:
+    """As a plain dict, a production OrderedDict subclass in the wrong order would compare equal to the expected
+    OrderedDict (``dict``'s ``==`` ignores order): it arrives as an OrderedDict in the order it really keeps, never
+    the order its own ``__iter__``/``items`` claim (tests/test_sealed_mapping_attacks.py end to end)."""
+    import collections
+
+    class Mine(collections.OrderedDict):
+        def __iter__(self):
+            return iter(["z"])
+
+        def items(self):  # type: ignore[override]
+            return [("z", 0)]
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+    mine = Mine(b=2, a=1)
+    mine.move_to_end("b")
+    out = roundtrip(mine)
+    assert type(out) is collections.OrderedDict and list(collections.OrderedDict.items(out)) == [("a", 1), ("b", 2)]
+    assert out != collections.OrderedDict(b=2, a=1)
+
+    class Counts(collections.Counter):  # type: ignore[type-arg]
+        def __getitem__(self, key: object) -> int:
+            return 7
+
+    counts = roundtrip(Counts("aab"))
+    assert type(counts) is collections.Counter and counts == collections.Counter(a=2, b=1)
+
+    class Groups(collections.defaultdict):  # type: ignore[type-arg]
+        def __missing__(self, key: object) -> int:
+            return 7
+
+    groups = roundtrip(Groups(list, {"x": [1]}))
+    assert type(groups) is collections.defaultdict and groups == {"x": [1]} and groups["y"] == []
 
 
 @pytest.mark.parametrize("data", [["dd"], ["dd", 5, "k"], ["dd", 5], ["od", "k"], ["ctr", "a", 1, "b"]])

@@ -388,5 +388,7 @@ _DECODERS: dict[str, Callable[[list[Any], Resolve, int], Any]] = {
     "~": lambda d, r, n: SAME.get(d[1]) if len(d) == 2 else SAME.get(None),
 }
 _ENCODERS.update(mappings.encoders(encode))  # OrderedDict, defaultdict, Counter: each arrives as itself
+# ... and a subclass of one as that type, not as a dict: an OrderedDict's order is part of its ``==``
+_SUBCLASS_ENCODERS[:0] = mappings.encoders(encode).items()
 _DECODERS.update(mappings.decoders(decode, CodecError))
 

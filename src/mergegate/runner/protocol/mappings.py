@@ -2,11 +2,12 @@
 as itself, not as a plain ``dict``.
 
 Real code checks for them: pyrsistent's ``freeze`` asks ``type(o) is collections.defaultdict``; an
-``OrderedDict`` compares in order.  Only these exact types (their subclasses travel as a ``dict``, as every
-subclass of a plain type does), their items read with the type's own stdlib methods, rebuilt by the receiving
-side's own ``collections``; a ``defaultdict``'s factory is a value like any other (a builtin type by name, a
-callable by reference: calling it on a missing key asks the side that owns it).  Standard library only: the
-subject loads this folder as a private package (``subject/server.py``).
+``OrderedDict`` compares in order.  These types, and a subclass of one as that type (as every subclass of a plain
+type travels as its base: as a mere ``dict``, a production ``OrderedDict`` subclass in the wrong order would
+compare equal to the expected one), their items read with the type's own stdlib methods (never a subclass's),
+rebuilt by the receiving side's own ``collections``; a ``defaultdict``'s factory is a value like any other (a
+builtin type by name, a callable by reference: calling it on a missing key asks the side that owns it).
+Standard library only: the subject loads this folder as a private package (``subject/server.py``).
 """
 
 from __future__ import annotations
