@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import decimal
 import fractions
@@ -143,6 +144,30 @@ def test_a_subclass_of_the_standard_librarys_dict_types_travels_as_that_type_rea
 
     groups = roundtrip(Groups(list, {"x": [1]}))
     assert type(groups) is collections.defaultdict and groups == {"x": [1]} and groups["y"] == []
+
+
+class _OnlyItself(str):
+    """Production's own string subclass whose ``==`` is identity: two of them with one text are two."""
+
+    __eq__ = object.__eq__  # type: ignore[assignment]
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("make", [set, frozenset, lambda items: dict.fromkeys(items, 1),
+                                  lambda items: collections.OrderedDict.fromkeys(items, 1),
+                                  lambda items: collections.Counter(dict.fromkeys(items, 1)),
+                                  lambda items: collections.defaultdict(list, dict.fromkeys(items, 1))])
+def test_a_set_or_mapping_whose_items_the_receivers_equality_merges_is_refused_not_shortened(make: Any) -> None:
+    """Two objects the sender's set keeps apart arrive as two equal values (a subclass travels as its base): a copy
+    with one item would shorten what production returned (tests/test_sealed_mapping_attacks.py end to end)."""
+    for text in ("a", "a text"):  # one character: one object here too (CPython caches it)
+        sent = make([_OnlyItself(text), _OnlyItself(text), "b"])
+        assert len(sent) == 3
+        with pytest.raises(codec.CodecError, match="3 distinct items sent, 2 here"):
+            roundtrip(sent)
+    assert roundtrip(make(["a", "b"])) == make(["a", "b"])
+    nans = make([float("nan"), float("nan"), 1.0])  # two NaN objects: ``json`` decodes them as one, not a merge
+    assert len(roundtrip(nans)) == 2
 
 
 @pytest.mark.parametrize("data", [["dd"], ["dd", 5, "k"], ["dd", 5], ["od", "k"], ["ctr", "a", 1, "b"]])

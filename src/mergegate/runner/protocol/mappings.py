@@ -38,13 +38,16 @@ def encoders(encode: Callable[[Any, Any, int], Any]) -> dict[type, Callable[[Any
     }
 
 
-def decoders(decode: Callable[[Any, Any, int], Any], error: type[Exception]) -> dict[str, Coder]:
-    """The three types' decoders, given the codec's ``decode(data, resolve, depth)`` and its error."""
+def decoders(decode: Callable[[Any, Any, int], Any], error: type[Exception],
+             kept_apart: Callable[[Any, list[Any]], Any]) -> dict[str, Coder]:
+    """The three types' decoders, given the codec's ``decode(data, resolve, depth)``, its error, and its check
+    that a mapping built here kept every key the sender's kept apart."""
 
     def pairs(data: list[Any], resolve: Any, depth: int, start: int) -> list[tuple[Any, Any]]:
         items = [decode(v, resolve, depth) for v in data[start:]]
         if len(items) % 2:
             raise error(f"malformed {data[0]!r}: odd number of items")
+        kept_apart(dict(zip(items[::2], items[1::2], strict=True)), items[::2])
         return list(zip(items[::2], items[1::2], strict=True))
 
     def factory(data: list[Any], resolve: Any, depth: int) -> Any:

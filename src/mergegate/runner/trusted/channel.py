@@ -301,7 +301,7 @@ class Channel:
         try:
             return codec.decode(data, self._copies if copies else self._resolve)
         except codec.CodecError as exc:
-            raise SealedCallError(f"the subject sent a malformed value: {exc}") from None
+            raise SealedCallError(f"the subject sent a value that cannot be copied here: {exc}") from None
 
     def _copies(self, data: list[Any]) -> Any:
         if data[0] == "rv" and len(data) == 2 and type(data[1]) is int and data[1] in self.originals:
