@@ -33,6 +33,7 @@ TALLY = '''\
 """Tallies of (sku, qty) pairs."""
 
 import collections
+import collections.abc
 
 
 def counts(skus):
@@ -64,6 +65,30 @@ def tickets(skus):
     return {Ticket(sku) for sku in skus}
 
 
+def ticket(sku):
+    return Ticket(sku)
+
+
+class Board(collections.abc.Set):
+    """The tickets on a board: a set of production's own."""
+
+    def __init__(self, tickets):
+        self._tickets = list(tickets)
+
+    def __contains__(self, ticket):
+        return any(t is ticket for t in self._tickets)
+
+    def __iter__(self):
+        return iter(self._tickets)
+
+    def __len__(self):
+        return len(self._tickets)
+
+
+def board(tickets):
+    return Board(tickets)
+
+
 def distinct(items):
     out = []
     for item in items:
@@ -80,6 +105,7 @@ BUGS = {
     "grouped": ("out[sku].append(qty)", "out[sku] = [qty]"),
     "distinct": ("if all(item != seen for seen in out):", "if all(item is not seen for seen in out):"),
     "tickets": ("return {Ticket(sku) for sku in skus}", "return {Ticket(sku) for sku in [*skus, *skus[:1]]}"),
+    "board": ("return Board(tickets)", "return Board([*tickets, *[Ticket(t.sku) for t in tickets[:1]]])"),
 }
 
 PROPERTIES = '''\
@@ -88,7 +114,7 @@ import collections
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shop.tally import counts, distinct, first_seen, grouped, tickets
+from shop.tally import board, counts, distinct, first_seen, grouped, ticket, tickets
 
 SKUS = st.lists(st.sampled_from("abc"), min_size=1, max_size=6)
 PAIRS = st.lists(st.tuples(st.sampled_from("abc"), st.integers(1, 5)), min_size=1, max_size=6)
@@ -122,6 +148,12 @@ def test_tickets(skus):
     assert len(tickets(skus)) == len(skus)
 
 
+@given(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=6, unique=True))
+def test_board(skus):
+    made = [ticket(sku) for sku in skus]
+    assert board(made) == set(made)
+
+
 class Sku(collections.namedtuple("Sku", "code")):
     """A SKU code, compared without case (its own ==, != and hash)."""
 
@@ -144,9 +176,9 @@ def test_distinct(codes):
 
 PROPS = {"prop.tally_counts": "test_counts", "prop.tally_first_seen": "test_first_seen",
          "prop.tally_grouped": "test_grouped", "prop.tally_distinct": "test_distinct",
-         "prop.tally_tickets": "test_tickets"}
+         "prop.tally_tickets": "test_tickets", "prop.tally_board": "test_board"}
 CAUGHT_BY = {"counts": "prop.tally_counts", "first_seen": "prop.tally_first_seen", "grouped": "prop.tally_grouped",
-             "distinct": "prop.tally_distinct", "tickets": "prop.tally_tickets"}
+             "distinct": "prop.tally_distinct", "tickets": "prop.tally_tickets", "board": "prop.tally_board"}
 
 
 def entry(pid: str, func: str) -> str:
@@ -188,6 +220,10 @@ def test_each_plain_bug_is_rejected_by_its_own_property(tally_shop: Path) -> Non
     assert_rejected(res, *PROPS)
 
 
+IDENTITY_EQ = '''
+    Ticket.__eq__ = lambda self, other: self is other
+    Ticket.__hash__ = lambda self: id(self)
+'''
 ATTACKS: dict[str, tuple[str, str]] = {
     # plain pytest compares two OrderedDicts in order; as a plain dict the order would be lost
     "an OrderedDict subclass in the bug's order": ("first_seen", '''
@@ -263,10 +299,8 @@ ATTACKS: dict[str, tuple[str, str]] = {
     '''),
     # two tickets for one SKU are two objects in production's set; as "equal fields", one in the evaluator's
     "an identity __eq__ of production's own, so the evaluator's set loses a duplicate":
-        ("tickets", '''
-        Ticket.__eq__ = lambda self, other: self is other
-        Ticket.__hash__ = lambda self: id(self)
-    '''),
+        ("tickets", IDENTITY_EQ),
+    "an identity __eq__ of production's own, so a production set's snapshot loses a duplicate": ("board", IDENTITY_EQ),
 }
 
 

@@ -212,7 +212,18 @@ def decode(ch: Link, node: Any, depth: int) -> Any:
 def _pairs(items: list[Any]) -> dict[Any, Any]:
     if len(items) % 2:
         raise codec.CodecError("odd number of items in a mapping")
-    return dict(zip(items[::2], items[1::2], strict=True))
+    made = dict(zip(items[::2], items[1::2], strict=True))
+    _apart(made, items[::2])
+    return made
+
+
+def _apart(made: Any, keys: list[Any]) -> Any:
+    """A set or mapping of a snapshot, unless the evaluator's equality merged items production kept apart (as for
+    a set production returns: ``codec.kept_apart``)."""
+    try:
+        return codec.kept_apart(made, keys)
+    except codec.CodecError as exc:
+        raise SealedCallError(f"cannot compare a production object: its state holds {exc}") from None
 
 
 def _plain(tag: str, items: list[Any]) -> Any:
@@ -221,9 +232,9 @@ def _plain(tag: str, items: list[Any]) -> Any:
     if tag == "T":
         return tuple(items)
     if tag == "S":
-        return set(items)
+        return _apart(set(items), items)
     if tag == "FS":
-        return frozenset(items)
+        return _apart(frozenset(items), items)
     return _pairs(items)
 
 
@@ -231,7 +242,7 @@ def _state(kind: str, items: list[Any]) -> Any:
     if kind in ("mapping", "fields", "enum"):
         return _pairs(items) if kind != "enum" else {"name": items[0] if items else None}
     if kind == "set":
-        return frozenset(items)
+        return _apart(frozenset(items), items)
     if kind in ("sequence", "collection"):
         return tuple(items)
     return None
