@@ -34,6 +34,7 @@ TALLY = '''\
 
 import collections
 import collections.abc
+import dataclasses
 
 
 def counts(skus):
@@ -89,6 +90,29 @@ def board(tickets):
     return Board(tickets)
 
 
+@dataclasses.dataclass(frozen=True)
+class Charge:
+    amount: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Refund:
+    amount: int
+
+
+def settle(amount):
+    """A charge for a positive amount, a refund of its size for a negative one."""
+    return Charge(amount) if amount >= 0 else Refund(-amount)
+
+
+def charge(amount):
+    return Charge(amount)
+
+
+def refund(amount):
+    return Refund(amount)
+
+
 def distinct(items):
     out = []
     for item in items:
@@ -106,6 +130,7 @@ BUGS = {
     "distinct": ("if all(item != seen for seen in out):", "if all(item is not seen for seen in out):"),
     "tickets": ("return {Ticket(sku) for sku in skus}", "return {Ticket(sku) for sku in [*skus, *skus[:1]]}"),
     "board": ("return Board(tickets)", "return Board([*tickets, *[Ticket(t.sku) for t in tickets[:1]]])"),
+    "settle": ("return Charge(amount) if amount >= 0 else Refund(-amount)", "return Charge(abs(amount))"),
 }
 
 PROPERTIES = '''\
@@ -114,7 +139,7 @@ import collections
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shop.tally import board, counts, distinct, first_seen, grouped, ticket, tickets
+from shop.tally import board, charge, counts, distinct, first_seen, grouped, refund, settle, ticket, tickets
 
 SKUS = st.lists(st.sampled_from("abc"), min_size=1, max_size=6)
 PAIRS = st.lists(st.tuples(st.sampled_from("abc"), st.integers(1, 5)), min_size=1, max_size=6)
@@ -154,6 +179,11 @@ def test_board(skus):
     assert board(made) == set(made)
 
 
+@given(st.integers(-50, 50))
+def test_settle(amount):
+    assert settle(amount) == (charge(amount) if amount >= 0 else refund(-amount))
+
+
 class Sku(collections.namedtuple("Sku", "code")):
     """A SKU code, compared without case (its own ==, != and hash)."""
 
@@ -176,9 +206,10 @@ def test_distinct(codes):
 
 PROPS = {"prop.tally_counts": "test_counts", "prop.tally_first_seen": "test_first_seen",
          "prop.tally_grouped": "test_grouped", "prop.tally_distinct": "test_distinct",
-         "prop.tally_tickets": "test_tickets", "prop.tally_board": "test_board"}
+         "prop.tally_tickets": "test_tickets", "prop.tally_board": "test_board", "prop.tally_settle": "test_settle"}
 CAUGHT_BY = {"counts": "prop.tally_counts", "first_seen": "prop.tally_first_seen", "grouped": "prop.tally_grouped",
-             "distinct": "prop.tally_distinct", "tickets": "prop.tally_tickets", "board": "prop.tally_board"}
+             "distinct": "prop.tally_distinct", "tickets": "prop.tally_tickets", "board": "prop.tally_board",
+             "settle": "prop.tally_settle"}
 
 
 def entry(pid: str, func: str) -> str:
@@ -301,6 +332,14 @@ ATTACKS: dict[str, tuple[str, str]] = {
     "an identity __eq__ of production's own, so the evaluator's set loses a duplicate":
         ("tickets", IDENTITY_EQ),
     "an identity __eq__ of production's own, so a production set's snapshot loses a duplicate": ("board", IDENTITY_EQ),
+    # a snapshot names its type; two classes production names alike are still two types
+    "a class renamed to pass for the expected one": ("settle", '''
+        Charge.__qualname__ = Charge.__name__ = "Refund"
+    '''),
+    "the expected class renamed to pass for the one returned": ("settle", '''
+        Refund.__qualname__ = Refund.__name__ = "Charge"
+        Refund.__module__ = Charge.__module__
+    '''),
 }
 
 

@@ -14,9 +14,9 @@ A node is a JSON array:
   plain type's own methods;
 - ``["L" | "T" | "S" | "FS", node...]``, ``["M", key, value, ...]``: a plain list, tuple, set,
   frozenset or dict holding production objects;
-- ``["o", type, flags, kind, node...]``: a production object: its type's qualified name
-  (``module:qualname``), what its type declares (``_flags``: no hash, its own truth), the
-  kind of state read (``KINDS``) and that state: for ``mapping``
+- ``["o", type, flags, kind, node...]``: a production object: its type's qualified name and identity
+  (``module:qualname#id``: two classes production names alike are two types), what its type declares
+  (``_flags``: no hash, its own truth), the kind of state read (``KINDS``) and that state: for ``mapping``
   key and value nodes in turn, for ``set``/``sequence``/``collection`` the items, for ``fields``/``enum``
   name and value nodes in turn, for ``identity`` (a class without its own ``__eq__``: Python
   compares it by identity) its reference (then its items, if it is a ``Collection``), nothing for
@@ -175,9 +175,11 @@ def _not_plain(obj: Any) -> list[Any]:
 
 
 def _type_name(kind: type) -> str:
+    """``module:qualname#id``: the name for messages, the class object's identity for "same type" (production
+    can name two classes alike, never make them one)."""
     module = type.__getattribute__(kind, "__module__")
     qualname = type.__getattribute__(kind, "__qualname__")
-    return f"{module if type(module) is str else '?'}:{qualname if type(qualname) is str else '?'}"
+    return f"{module if type(module) is str else '?'}:{qualname if type(qualname) is str else '?'}#{id(kind)}"
 
 
 def _fields(obj: Any, kind: type) -> list[tuple[str, Any]] | None:

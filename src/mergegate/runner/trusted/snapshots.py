@@ -64,7 +64,12 @@ class Snap:
         self.items = items if items is not None else (tuple(state) if kind in ("sequence", "collection") else None)
 
     def __repr__(self) -> str:
-        return f"<snapshot of {self.type}: {self.kind} {self.state!r}>"
+        return f"<snapshot of {self.name}: {self.kind} {self.state!r}>"
+
+    @property
+    def name(self) -> str:
+        """``module:qualname`` (``type`` ends with the class's identity: ``#id``, "same type" is the same class)."""
+        return self.type.rpartition("#")[0] or self.type
 
     def __eq__(self, other: object) -> Any:
         """Equal, unequal, or ``NotImplemented`` (the other side's own ``__eq__`` is asked, as Python does)."""
@@ -95,7 +100,7 @@ class Snap:
 
     def __hash__(self) -> int:
         if "nohash" in self.flags:
-            raise TypeError(f"unhashable type: '{self.type.rpartition(':')[2]}'")
+            raise TypeError(f"unhashable type: '{self.name.rpartition(':')[2]}'")
         if self.kind == "opaque":
             raise _opaque("`hash`")
         if self.kind == "identity":
@@ -130,7 +135,7 @@ class Snap:
         if self.kind == "identity" and self.items is not None:
             return item in self.items
         if self.kind not in CONTAINERS:
-            raise SealedCallError(f"`in` on a production {self.type} that is not a mapping, set or sequence would "
+            raise SealedCallError(f"`in` on a production {self.name} that is not a mapping, set or sequence would "
                                   "be decided by production code: test a plain value read off it")
         return item in self.state
 
@@ -147,7 +152,7 @@ class Snap:
                 return bool(op(list(self.state), list(other.state)))
             if type(other) in (list, tuple):
                 return bool(op(list(self.state), list(other)))
-        raise SealedCallError(f"`{name}` on a production {self.type}: it has no order the evaluator can decide "
+        raise SealedCallError(f"`{name}` on a production {self.name}: it has no order the evaluator can decide "
                               "from its state (sets and sequences do); compare plain values read off it")
 
 
