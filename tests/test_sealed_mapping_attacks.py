@@ -113,6 +113,13 @@ def refund(amount):
     return Refund(amount)
 
 
+def parse_qty(text):
+    """A quantity from its text; anything but text is a TypeError."""
+    if not isinstance(text, str):
+        raise TypeError("a quantity is text")
+    return int(text)
+
+
 def distinct(items):
     out = []
     for item in items:
@@ -131,6 +138,7 @@ BUGS = {
     "tickets": ("return {Ticket(sku) for sku in skus}", "return {Ticket(sku) for sku in [*skus, *skus[:1]]}"),
     "board": ("return Board(tickets)", "return Board([*tickets, *[Ticket(t.sku) for t in tickets[:1]]])"),
     "settle": ("return Charge(amount) if amount >= 0 else Refund(-amount)", "return Charge(abs(amount))"),
+    "parse_qty": ("    if not isinstance(text, str):\n        raise TypeError(\"a quantity is text\")\n", ""),
 }
 
 PROPERTIES = '''\
@@ -139,7 +147,10 @@ import collections
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shop.tally import board, charge, counts, distinct, first_seen, grouped, refund, settle, ticket, tickets
+import pytest
+
+from shop.tally import (board, charge, counts, distinct, first_seen, grouped, parse_qty, refund, settle, ticket,
+                        tickets)
 
 SKUS = st.lists(st.sampled_from("abc"), min_size=1, max_size=6)
 PAIRS = st.lists(st.tuples(st.sampled_from("abc"), st.integers(1, 5)), min_size=1, max_size=6)
@@ -184,6 +195,18 @@ def test_settle(amount):
     assert settle(amount) == (charge(amount) if amount >= 0 else refund(-amount))
 
 
+@given(st.integers(0, 99))
+def test_parse_qty(n):
+    with pytest.raises(TypeError):
+        parse_qty(n)
+    assert parse_qty(str(n)) == n
+
+
+def test_parse_qty_refuses_a_number():
+    with pytest.raises(TypeError):
+        parse_qty(7)
+
+
 class Sku(collections.namedtuple("Sku", "code")):
     """A SKU code, compared without case (its own ==, != and hash)."""
 
@@ -206,10 +229,11 @@ def test_distinct(codes):
 
 PROPS = {"prop.tally_counts": "test_counts", "prop.tally_first_seen": "test_first_seen",
          "prop.tally_grouped": "test_grouped", "prop.tally_distinct": "test_distinct",
-         "prop.tally_tickets": "test_tickets", "prop.tally_board": "test_board", "prop.tally_settle": "test_settle"}
+         "prop.tally_tickets": "test_tickets", "prop.tally_board": "test_board", "prop.tally_settle": "test_settle",
+         "prop.tally_parse_qty": "test_parse_qty", "prop.tally_parse_plain": "test_parse_qty_refuses_a_number"}
 CAUGHT_BY = {"counts": "prop.tally_counts", "first_seen": "prop.tally_first_seen", "grouped": "prop.tally_grouped",
              "distinct": "prop.tally_distinct", "tickets": "prop.tally_tickets", "board": "prop.tally_board",
-             "settle": "prop.tally_settle"}
+             "settle": "prop.tally_settle", "parse_qty": ("prop.tally_parse_qty", "prop.tally_parse_plain")}
 
 
 def entry(pid: str, func: str) -> str:
@@ -336,6 +360,40 @@ ATTACKS: dict[str, tuple[str, str]] = {
     "a class renamed to pass for the expected one": ("settle", '''
         Charge.__qualname__ = Charge.__name__ = "Refund"
     '''),
+    # the gate refuses a value it cannot copy (a TypeError, as Python's own refusals are): a property expecting a
+    # TypeError must not take the gate's refusal for production's
+    "a value the gate cannot copy, where the property expects a TypeError": ("parse_qty", '''
+        _parse = parse_qty
+        def parse_qty(text):
+            if isinstance(text, str):
+                return _parse(text)
+            loop = []
+            loop.append(loop)
+            return loop
+    '''),
+    "a set the evaluator would merge, where the property expects a TypeError": ("parse_qty", '''
+        class _Only(str):
+            __eq__ = object.__eq__
+            __hash__ = object.__hash__
+        _parse = parse_qty
+        def parse_qty(text):
+            return _parse(text) if isinstance(text, str) else {_Only("q"), _Only("q")}
+    '''),
+    "a key whose state never ends, where the property expects a TypeError": ("parse_qty", '''
+        class _Endless(collections.abc.Set):
+            def __contains__(self, item):
+                return True
+            def __len__(self):
+                return 1
+            def __iter__(self):
+                while True:
+                    yield 1
+            def __hash__(self):
+                return 1
+        _parse = parse_qty
+        def parse_qty(text):
+            return _parse(text) if isinstance(text, str) else {_Endless(): 1}
+    '''),
     "the expected class renamed to pass for the one returned": ("settle", '''
         Refund.__qualname__ = Refund.__name__ = "Charge"
         Refund.__module__ = Charge.__module__
@@ -348,7 +406,8 @@ def test_an_attack_on_the_dict_types_or_the_oracles_comparisons_is_rejected(tall
     bug, trick = ATTACKS[name]
     source = broken(bug) + "\n\n" + textwrap.dedent(trick)
     res = check(tally_shop, agent_head(tally_shop, name, {"src/shop/tally.py": source}))
-    assert_rejected(res, CAUGHT_BY[bug])
+    caught_by = CAUGHT_BY[bug]
+    assert_rejected(res, *((caught_by,) if isinstance(caught_by, str) else caught_by))
 
 
 def test_every_tally_attack_compiles() -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mergegate.runner.protocol import codec, identity, wire
-from mergegate.runner.trusted import classdefs, reverse, zones
+from mergegate.runner.trusted import classdefs, faults, reverse, zones
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError, SubjectGone
 from mergegate.runner.trusted.made import make_proxy
 from mergegate.runner.trusted.methods import Method
@@ -57,8 +57,9 @@ def _copy(obj: Any) -> Any:
 
     try:
         return copy.deepcopy(obj)
-    except Exception:
+    except Exception as exc:
         if getattr(type(obj), "__next__", None) is not None:
+            faults.handled(exc)
             return obj
         raise codec.CodecError(f"cannot pass a {type(obj).__qualname__} to production code (it cannot be "
                                "copied)") from None

@@ -19,6 +19,7 @@ import copy
 import sys
 from typing import Any
 
+from mergegate.runner.trusted import faults
 from mergegate.runner.trusted.faults import SealedCallError
 from mergegate.runner.trusted.link import Link
 
@@ -68,7 +69,8 @@ def mirror(ch: Link, cls: type) -> Any:
     ch.mirrors[id(cls)] = (cls, None)  # a class whose body names itself: refused, not recursed
     try:
         made = _send(ch, tree, found[0], dict(vars(module)), bases, module.__name__)
-    except SealedCallError:
+    except SealedCallError as exc:
+        faults.handled(exc)
         return None
     ch.mirrors[id(cls)] = (cls, made)
     return made
@@ -114,7 +116,8 @@ def _send(ch: Link, tree: ast.Module, node: ast.ClassDef, scope: dict[str, Any],
         if used_name in scope:
             try:
                 names[used_name] = ch.enc(scope[used_name])
-            except SealedCallError:
+            except SealedCallError as exc:
+                faults.handled(exc)
                 continue  # cannot cross: the subject's NameError names it if the body needs it
     encoded_bases = ch.enc(bases)
     node = copy.copy(node)  # the parsed tree stays as it is (``_parse``): new lists for what changes

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from mergegate.runner.protocol import codec
+from mergegate.runner.trusted import faults
 from mergegate.runner.trusted.link import Link
 
 
@@ -41,7 +42,8 @@ def make(ch: Link, desc: list[Any]) -> Frozen | None:
     try:
         cls = ch.dec(desc[2])
         items = codec.decode(desc[3], _no_refs) if desc[3] is not None else None
-    except Exception:
+    except Exception as exc:
+        faults.handled(exc)
         return None
     if items is not None and type(items) is not tuple:
         return None

@@ -15,6 +15,7 @@ import operator
 from typing import Any
 
 from mergegate.runner.protocol import codec
+from mergegate.runner.trusted import faults
 from mergegate.runner.trusted.faults import SealedCallError
 
 OPS: dict[str, Any] = {
@@ -55,6 +56,7 @@ def module_name(ch: Any, message: list[Any]) -> list[Any]:
             return ["ok", codec.encode(value, _refuse)]
         return ["ok", ch.enc(value)]
     except Exception as exc:
+        faults.handled(exc)  # production's answer is an AttributeError; the property never saw it
         return ["err", "AttributeError", str(exc)[:500]]
 
 

@@ -136,9 +136,15 @@ class GatePlugin:
                 self.kinds.add("hypothesis")
                 self._machine(item, machine)
             else:
+                from mergegate.runner.trusted import faults
+
                 self.kinds.add("plain")
+                faults.REFUSED.clear()
                 original()
                 excinfo = getattr(item, "_excinfo", None)  # a unittest case reports its failure here
+                refused = faults.went_on()
+                if refused is not None and not excinfo:
+                    raise refused
                 if not excinfo:
                     self.examples += 1
                 elif self.failure is None:
@@ -151,15 +157,21 @@ class GatePlugin:
     def _counted(self, inner: Any) -> Any:
         import sys
 
+        from mergegate.runner.trusted import faults
+
         gettrace, shared = sys.gettrace, self.job["isolation"] == "shared"
 
         @functools.wraps(inner)
         def counted(*args: Any, **kwargs: Any) -> Any:
+            faults.REFUSED.clear()
             try:
                 out = inner(*args, **kwargs)
             finally:
                 if shared and gettrace() is not None:  # production in this process set a tracer
                     self.tampered = self.tampered or "sys.settrace"
+            refused = faults.went_on()  # the example caught a refusal of the gate's: it fails with it
+            if refused is not None:
+                raise refused
             self.examples += 1  # examples that completed, not calls
             return out
 

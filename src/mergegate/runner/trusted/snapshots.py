@@ -23,6 +23,7 @@ from collections.abc import Mapping, Set
 from typing import Any
 
 from mergegate.runner.protocol import codec
+from mergegate.runner.trusted import faults
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
 
@@ -116,7 +117,8 @@ class Snap:
         try:
             return hash((self.type, self.kind, tuple(sorted(self.state.items())) if type(self.state) is dict
                          else self.state))
-        except TypeError:
+        except TypeError as exc:
+            faults.handled(exc)
             return hash((self.type, self.kind))
 
     def truth(self) -> bool:
@@ -160,7 +162,8 @@ def same_state(earlier: Any, now: Any) -> bool:
     """Whether two snapshots of one object show the same state (the evaluator's ``==``; any doubt is no)."""
     try:
         return type(earlier) is type(now) and bool(earlier == now)
-    except Exception:
+    except Exception as exc:
+        faults.handled(exc)
         return False
 
 
