@@ -275,21 +275,9 @@ def _dec_dict(data: list[Any], resolve: Resolve, depth: int) -> dict[Any, Any]:
     if len(items) % 2:
         raise CodecError("malformed dict: odd number of items")
     made = dict(zip(items[::2], items[1::2], strict=True))
-    kept_apart(made, items[::2])
+    mappings.kept_apart(made, items[::2], CodecError)
     return made
 
-
-def kept_apart(made: Any, keys: list[Any]) -> Any:
-    """``made`` (a set, or a dict by its keys), unless building it merged items the sender's set kept apart.
-
-    The sender's own equality kept them apart (two production objects equal only to themselves, whose class
-    a patch gave an ``__eq__``, compare here by their state): a copy with fewer items would shorten what
-    production returned without a word (``len(tickets())``), so it is refused.  NaNs are not a merge: ``json``
-    decodes every NaN as one object."""
-    if len(made) < len(keys) and len(made) < len(keys) - max(0, sum(type(k) is float and k != k for k in keys) - 1):
-        raise CodecError(f"{len(keys)} distinct items sent, {len(made)} here: they compare by the sender's own "
-                         "equality, which this side does not ask")
-    return made
 
 
 def _dec_int(data: list[Any], resolve: Resolve, depth: int) -> int:
@@ -380,8 +368,8 @@ _DECODERS: dict[str, Callable[[list[Any], Resolve, int], Any]] = {
     "nt": _dec_named,
     "l": _each,
     "d": _dec_dict,
-    "s": lambda d, r, n: (lambda items: kept_apart(set(items), items))(_each(d, r, n)),
-    "fs": lambda d, r, n: (lambda items: kept_apart(frozenset(items), items))(_each(d, r, n)),
+    "s": lambda d, r, n: (lambda items: mappings.kept_apart(set(items), items, CodecError))(_each(d, r, n)),
+    "fs": lambda d, r, n: (lambda items: mappings.kept_apart(frozenset(items), items, CodecError))(_each(d, r, n)),
     "b": lambda d, r, n: _text(d[1]).encode("latin-1"),
     "ba": lambda d, r, n: bytearray(_text(d[1]).encode("latin-1")),
     "c": lambda d, r, n: complex(_number(d[1]), _number(d[2])),
@@ -405,5 +393,5 @@ _DECODERS: dict[str, Callable[[list[Any], Resolve, int], Any]] = {
 _ENCODERS.update(mappings.encoders(encode))  # OrderedDict, defaultdict, Counter: each arrives as itself
 # ... and a subclass of one as that type, not as a dict: an OrderedDict's order is part of its ``==``
 _SUBCLASS_ENCODERS[:0] = mappings.encoders(encode).items()
-_DECODERS.update(mappings.decoders(decode, CodecError, kept_apart))
+_DECODERS.update(mappings.decoders(decode, CodecError))
 

@@ -38,16 +38,27 @@ def encoders(encode: Callable[[Any, Any, int], Any]) -> dict[type, Callable[[Any
     }
 
 
-def decoders(decode: Callable[[Any, Any, int], Any], error: type[Exception],
-             kept_apart: Callable[[Any, list[Any]], Any]) -> dict[str, Coder]:
-    """The three types' decoders, given the codec's ``decode(data, resolve, depth)``, its error, and its check
-    that a mapping built here kept every key the sender's kept apart."""
+def kept_apart(made: Any, keys: list[Any], error: type[Exception]) -> Any:
+    """``made`` (a set, or a dict by its keys), unless building it merged items the sender's set kept apart.
+
+    The sender's own equality kept them apart (two production objects equal only to themselves, whose class
+    a patch gave an ``__eq__``, compare here by their state): a copy with fewer items would shorten what
+    production returned without a word (``len(tickets())``), so it is refused.  NaNs are not a merge: ``json``
+    decodes every NaN as one object."""
+    if len(made) < len(keys) and len(made) < len(keys) - max(0, sum(type(k) is float and k != k for k in keys) - 1):
+        raise error(f"{len(keys)} distinct items sent, {len(made)} here: they compare by the sender's own "
+                    "equality, which this side does not ask")
+    return made
+
+
+def decoders(decode: Callable[[Any, Any, int], Any], error: type[Exception]) -> dict[str, Coder]:
+    """The three types' decoders, given the codec's ``decode(data, resolve, depth)`` and its error."""
 
     def pairs(data: list[Any], resolve: Any, depth: int, start: int) -> list[tuple[Any, Any]]:
         items = [decode(v, resolve, depth) for v in data[start:]]
         if len(items) % 2:
             raise error(f"malformed {data[0]!r}: odd number of items")
-        kept_apart(dict(zip(items[::2], items[1::2], strict=True)), items[::2])
+        kept_apart(dict(zip(items[::2], items[1::2], strict=True)), items[::2], error)
         return list(zip(items[::2], items[1::2], strict=True))
 
     def factory(data: list[Any], resolve: Any, depth: int) -> Any:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from typing import Any
 
-from mergegate.runner.protocol import codec
+from mergegate.runner.protocol import codec, mappings
 from mergegate.runner.trusted import faults
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
@@ -227,9 +227,9 @@ def _pairs(items: list[Any]) -> dict[Any, Any]:
 
 def _apart(made: Any, keys: list[Any]) -> Any:
     """A set or mapping of a snapshot, unless the evaluator's equality merged items production kept apart (as for
-    a set production returns: ``codec.kept_apart``)."""
+    a set production returns: ``mappings.kept_apart``)."""
     try:
-        return codec.kept_apart(made, keys)
+        return mappings.kept_apart(made, keys, codec.CodecError)
     except codec.CodecError as exc:
         raise SealedCallError(f"cannot compare a production object: its state holds {exc}") from None
 
