@@ -213,10 +213,15 @@ def test_each_run_meets_a_fresh_production(honest: tuple[dict[Any, Any], list[st
 
 
 def test_an_object_kept_from_an_earlier_run_is_refused(honest: tuple[dict[Any, Any], list[str]]) -> None:
+    """The second run's use of the first run's object is refused; the test catches the refusal and goes on, so it
+    fails with it (a refusal is a fail, never an answer: tests/test_refusals.py); the first run passes."""
     rows, log = honest
     kept = [line for line in log if line.startswith("kept: ")]
     assert len(kept) == 1 and "SealedCallError" in kept[0] and "earlier run" in kept[0], log
-    assert rows[("prop.keep", 11)]["status"] == rows[("prop.keep2", 11)]["status"] == "pass"
+    assert rows[("prop.keep", 11)]["status"] == "pass", rows[("prop.keep", 11)]
+    second = rows[("prop.keep2", 11)]
+    assert second["status"] == "fail" and "went on after the gate refused" in second["error"], second
+    assert "earlier run" in second["error"], second
 
 
 def test_production_runs_on_its_evaluators_core(honest: tuple[dict[Any, Any], list[str]]) -> None:
@@ -251,8 +256,7 @@ def test_a_run_that_ends_its_trusted_process_fails_alone(honest: tuple[dict[Any,
     assert "stderr: exit: about to end" in rows[("prop.exit", 11)]["error"], rows[("prop.exit", 11)]
     assert "wrote this" not in rows[("prop.exit", 11)]["error"], rows[("prop.exit", 11)]
     passing = {key for key, row in rows.items() if row["status"] == "pass"}
-    assert {key[0] for key in passing} == {"prop.a", "prop.b", "prop.plain", "prop.keep", "prop.keep2",
-                                           "prop.kept_fixture"}, rows
+    assert {key[0] for key in passing} == {"prop.a", "prop.b", "prop.plain", "prop.keep", "prop.kept_fixture"}, rows
 
 
 def test_a_run_lists_only_the_fixtures_it_opened(honest: tuple[dict[Any, Any], list[str]]) -> None:

@@ -190,6 +190,23 @@ def fee_shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_shop(tmp_path_factory.mktemp("sealed") / "fee_shop", fees=True)
 
 
+def shop_with(factory: pytest.TempPathFactory, module: str, source: str, properties: str,
+              props: Mapping[str, str], claim: str) -> Path:
+    """The demo shop plus production ``src/shop/<module>.py`` and its properties
+    (``oracles/properties/test_<module>.py``), one entry per property: ``props`` maps its id to its test."""
+    repo = init_repo(factory.mktemp(module) / "shop")
+    files = base_files((repo / "gate.yaml").read_text(), fees=False)
+    files[f"src/shop/{module}.py"] = source
+    files[f"oracles/properties/test_{module}.py"] = properties
+    for pid, func in props.items():
+        files[f"oracles/catalog/{pid}.yaml"] = (
+            f"id: {pid}\noracle: oracles/properties/test_{module}.py::{func}\nclaim: \"{claim}\"\n"
+            f"max_examples: 25\ncovers: [\"src/shop/{module}.py\"]\n")
+    files["oracles/catalog/claimed.yaml"] = f"claimed: [{', '.join([*DEMO_PROPS, *props])}]\n"
+    sign_and_commit(repo, files, f"the shop, with {module}")
+    return repo
+
+
 # ---------------------------------------------------------------- patches and checks
 
 

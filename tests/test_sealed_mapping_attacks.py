@@ -18,15 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import init_repo, sign_and_commit
 from tests.test_sealed_attacks import (
-    DEMO_PROPS,
     agent_head,
     assert_admitted,
     assert_rejected,
-    base_files,
     check,
     pytestmark,  # noqa: F401 - the same containment requirement
+    shop_with,
 )
 
 TALLY = '''\
@@ -236,22 +234,9 @@ CAUGHT_BY = {"counts": "prop.tally_counts", "first_seen": "prop.tally_first_seen
              "settle": "prop.tally_settle", "parse_qty": ("prop.tally_parse_qty", "prop.tally_parse_plain")}
 
 
-def entry(pid: str, func: str) -> str:
-    return (f"id: {pid}\noracle: oracles/properties/test_tally.py::{func}\nclaim: \"tallies add up\"\n"
-            "max_examples: 25\ncovers: [\"src/shop/tally.py\"]\n")
-
-
 @pytest.fixture(scope="module")
 def tally_shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    repo = init_repo(tmp_path_factory.mktemp("mappings") / "shop")
-    files = base_files((repo / "gate.yaml").read_text(), fees=False)
-    files["src/shop/tally.py"] = TALLY
-    files["oracles/properties/test_tally.py"] = PROPERTIES
-    for pid, func in PROPS.items():
-        files[f"oracles/catalog/{pid}.yaml"] = entry(pid, func)
-    files["oracles/catalog/claimed.yaml"] = f"claimed: [{', '.join([*DEMO_PROPS, *PROPS])}]\n"
-    sign_and_commit(repo, files, "the shop, with tallies")
-    return repo
+    return shop_with(tmp_path_factory, "tally", TALLY, PROPERTIES, PROPS, "tallies add up")
 
 
 def broken(bug: str) -> str:

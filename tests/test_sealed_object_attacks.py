@@ -19,15 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import init_repo, sign_and_commit
 from tests.test_sealed_attacks import (
-    DEMO_PROPS,
     agent_head,
     assert_admitted,
     assert_rejected,
-    base_files,
     check,
     pytestmark,  # noqa: F401 - the same containment requirement
+    shop_with,
 )
 
 BASKET = '''\
@@ -157,22 +155,9 @@ PROPS = {"prop.basket": "test_basket_matches", "prop.basket_self": "test_basket_
          "prop.basket_pickle": "test_pickled_basket", "prop.basket_order": "test_basket_of_order"}
 
 
-def entry(pid: str, func: str) -> str:
-    return (f"id: {pid}\noracle: oracles/properties/test_basket.py::{func}\nclaim: \"baskets add up\"\n"
-            "max_examples: 25\ncovers: [\"src/shop/basket.py\"]\n")
-
-
 @pytest.fixture(scope="module")
 def basket_shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    repo = init_repo(tmp_path_factory.mktemp("objects") / "shop")
-    files = base_files((repo / "gate.yaml").read_text(), fees=False)
-    files["src/shop/basket.py"] = BASKET
-    files["oracles/properties/test_basket.py"] = PROPERTIES
-    for pid, func in PROPS.items():
-        files[f"oracles/catalog/{pid}.yaml"] = entry(pid, func)
-    files["oracles/catalog/claimed.yaml"] = f"claimed: [{', '.join([*DEMO_PROPS, *PROPS])}]\n"
-    sign_and_commit(repo, files, "the shop, with baskets")
-    return repo
+    return shop_with(tmp_path_factory, "basket", BASKET, PROPERTIES, PROPS, "baskets add up")
 
 
 def test_an_honest_basket_patch_is_admitted_with_every_property_run_sealed(basket_shop: Path) -> None:
