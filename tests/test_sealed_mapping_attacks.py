@@ -111,6 +111,11 @@ def refund(amount):
     return Refund(amount)
 
 
+def default_qty():
+    """The quantity of a line that names none."""
+    return 1
+
+
 def parse_qty(text):
     """A quantity from its text; anything but text is a TypeError."""
     if not isinstance(text, str):
@@ -137,6 +142,7 @@ BUGS = {
     "board": ("return Board(tickets)", "return Board([*tickets, *[Ticket(t.sku) for t in tickets[:1]]])"),
     "settle": ("return Charge(amount) if amount >= 0 else Refund(-amount)", "return Charge(abs(amount))"),
     "parse_qty": ("    if not isinstance(text, str):\n        raise TypeError(\"a quantity is text\")\n", ""),
+    "default_qty": ("    return 1\n", "    return 0\n"),
 }
 
 PROPERTIES = '''\
@@ -147,8 +153,8 @@ from hypothesis import strategies as st
 
 import pytest
 
-from shop.tally import (board, charge, counts, distinct, first_seen, grouped, parse_qty, refund, settle, ticket,
-                        tickets)
+from shop.tally import (board, charge, counts, default_qty, distinct, first_seen, grouped, parse_qty, refund,
+                        settle, ticket, tickets)
 
 SKUS = st.lists(st.sampled_from("abc"), min_size=1, max_size=6)
 PAIRS = st.lists(st.tuples(st.sampled_from("abc"), st.integers(1, 5)), min_size=1, max_size=6)
@@ -205,6 +211,18 @@ def test_parse_qty_refuses_a_number():
         parse_qty(7)
 
 
+@pytest.fixture
+def unit():
+    try:
+        return default_qty()
+    except TypeError:  # an older shop without a default: one
+        return 1
+
+
+def test_a_line_without_a_quantity_has_one(unit):
+    assert unit == 1
+
+
 class Sku(collections.namedtuple("Sku", "code")):
     """A SKU code, compared without case (its own ==, != and hash)."""
 
@@ -228,10 +246,12 @@ def test_distinct(codes):
 PROPS = {"prop.tally_counts": "test_counts", "prop.tally_first_seen": "test_first_seen",
          "prop.tally_grouped": "test_grouped", "prop.tally_distinct": "test_distinct",
          "prop.tally_tickets": "test_tickets", "prop.tally_board": "test_board", "prop.tally_settle": "test_settle",
-         "prop.tally_parse_qty": "test_parse_qty", "prop.tally_parse_plain": "test_parse_qty_refuses_a_number"}
+         "prop.tally_parse_qty": "test_parse_qty", "prop.tally_parse_plain": "test_parse_qty_refuses_a_number",
+         "prop.tally_default": "test_a_line_without_a_quantity_has_one"}
 CAUGHT_BY = {"counts": "prop.tally_counts", "first_seen": "prop.tally_first_seen", "grouped": "prop.tally_grouped",
              "distinct": "prop.tally_distinct", "tickets": "prop.tally_tickets", "board": "prop.tally_board",
-             "settle": "prop.tally_settle", "parse_qty": ("prop.tally_parse_qty", "prop.tally_parse_plain")}
+             "settle": "prop.tally_settle", "parse_qty": ("prop.tally_parse_qty", "prop.tally_parse_plain"),
+             "default_qty": "prop.tally_default"}
 
 
 @pytest.fixture(scope="module")
@@ -378,6 +398,13 @@ ATTACKS: dict[str, tuple[str, str]] = {
         _parse = parse_qty
         def parse_qty(text):
             return _parse(text) if isinstance(text, str) else {_Endless(): 1}
+    '''),
+    "a value the gate cannot copy, where a fixture falls back on a TypeError": ("default_qty", '''
+        class _Only(str):
+            __eq__ = object.__eq__
+            __hash__ = object.__hash__
+        def default_qty():
+            return {_Only("q"), _Only("q")}
     '''),
     "the expected class renamed to pass for the one returned": ("settle", '''
         Refund.__qualname__ = Refund.__name__ = "Charge"

@@ -109,6 +109,11 @@ class GatePlugin:
                 self.marked_xfail.add(item.nodeid)
         self.items = list(items)
 
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        from mergegate.runner.trusted import faults
+
+        faults.REFUSED.clear()  # an item's run begins (before its fixtures): refusals from here on are its own
+
     def pytest_runtest_logreport(self, report: Any) -> None:
         from mergegate.runner.trusted import observe
 
@@ -139,7 +144,6 @@ class GatePlugin:
                 from mergegate.runner.trusted import faults
 
                 self.kinds.add("plain")
-                faults.REFUSED.clear()
                 original()
                 excinfo = getattr(item, "_excinfo", None)  # a unittest case reports its failure here
                 refused = faults.went_on()
@@ -163,13 +167,15 @@ class GatePlugin:
 
         @functools.wraps(inner)
         def counted(*args: Any, **kwargs: Any) -> Any:
-            faults.REFUSED.clear()
             try:
                 out = inner(*args, **kwargs)
+            except BaseException:
+                faults.REFUSED.clear()  # the example failed; the next one starts with none
+                raise
             finally:
                 if shared and gettrace() is not None:  # production in this process set a tracer
                     self.tampered = self.tampered or "sys.settrace"
-            refused = faults.went_on()  # the example caught a refusal of the gate's: it fails with it
+            refused = faults.went_on()  # the example (or its fixtures) caught a refusal of the gate's: it fails
             if refused is not None:
                 raise refused
             self.examples += 1  # examples that completed, not calls
