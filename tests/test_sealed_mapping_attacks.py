@@ -148,7 +148,7 @@ BUGS = {
 PROPERTIES = '''\
 import collections
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import pytest
@@ -206,6 +206,12 @@ def test_parse_qty(n):
     assert parse_qty(str(n)) == n
 
 
+@given(st.integers(0, 99).map(str))
+@example(7).xfail(raises=TypeError, reason="a number is not text")
+def test_parse_qty_of_text(text):
+    assert parse_qty(text) == int(text)
+
+
 def test_parse_qty_refuses_a_number():
     with pytest.raises(TypeError):
         parse_qty(7)
@@ -247,10 +253,12 @@ PROPS = {"prop.tally_counts": "test_counts", "prop.tally_first_seen": "test_firs
          "prop.tally_grouped": "test_grouped", "prop.tally_distinct": "test_distinct",
          "prop.tally_tickets": "test_tickets", "prop.tally_board": "test_board", "prop.tally_settle": "test_settle",
          "prop.tally_parse_qty": "test_parse_qty", "prop.tally_parse_plain": "test_parse_qty_refuses_a_number",
+         "prop.tally_parse_text": "test_parse_qty_of_text",
          "prop.tally_default": "test_a_line_without_a_quantity_has_one"}
 CAUGHT_BY = {"counts": "prop.tally_counts", "first_seen": "prop.tally_first_seen", "grouped": "prop.tally_grouped",
              "distinct": "prop.tally_distinct", "tickets": "prop.tally_tickets", "board": "prop.tally_board",
-             "settle": "prop.tally_settle", "parse_qty": ("prop.tally_parse_qty", "prop.tally_parse_plain"),
+             "settle": "prop.tally_settle",
+             "parse_qty": ("prop.tally_parse_qty", "prop.tally_parse_plain", "prop.tally_parse_text"),
              "default_qty": "prop.tally_default"}
 
 

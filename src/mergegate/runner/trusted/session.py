@@ -24,6 +24,8 @@ import os
 import tempfile
 from typing import Any
 
+from mergegate.runner.trusted import faults
+
 INI = "[pytest]\n"
 
 
@@ -52,6 +54,7 @@ class GatePlugin:
         self.done: set[Any] = set()  # the group's jobs already reported
         self.collected_opens = 0  # how many of the opened files collection opened (group.run_each)
         self.collection: Any = None  # a collector's: what collecting each of its files opened (collected.py)
+        self.refused: BaseException | None = None  # a refusal an example raised (its item fails with it if it passes)
         self.stderr: int | None = None  # a collector's stderr file, emptied as each run starts (group._run_here)
 
     def for_job(self, job: dict[str, Any], items: list[Any]) -> None:
@@ -110,9 +113,8 @@ class GatePlugin:
         self.items = list(items)
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
-        from mergegate.runner.trusted import faults
-
         faults.REFUSED.clear()  # an item's run begins (before its fixtures): refusals from here on are its own
+        self.refused = None
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         from mergegate.runner.trusted import observe
@@ -141,8 +143,6 @@ class GatePlugin:
                 self.kinds.add("hypothesis")
                 self._machine(item, machine)
             else:
-                from mergegate.runner.trusted import faults
-
                 self.kinds.add("plain")
                 original()
                 excinfo = getattr(item, "_excinfo", None)  # a unittest case reports its failure here
@@ -153,6 +153,8 @@ class GatePlugin:
                     self.examples += 1
                 elif self.failure is None:
                     self.failure = excinfo[0].value
+            if self.refused is not None:
+                raise self.refused  # every example passed, or failed as expected: one on a refusal of the gate's
         except BaseException as exc:
             if self.failure is None:
                 self.failure = exc
@@ -161,8 +163,6 @@ class GatePlugin:
     def _counted(self, inner: Any) -> Any:
         import sys
 
-        from mergegate.runner.trusted import faults
-
         gettrace, shared = sys.gettrace, self.job["isolation"] == "shared"
 
         @functools.wraps(inner)
@@ -170,7 +170,9 @@ class GatePlugin:
             try:
                 out = inner(*args, **kwargs)
             except BaseException:
-                faults.REFUSED.clear()  # the example failed; the next one starts with none
+                # the example failed; the next one starts with no refusal, and the item fails with this one if the
+                # failure was one Hypothesis expected (``@example(...).xfail(raises=TypeError)``) and it passes
+                self.refused = self.refused or faults.went_on()
                 raise
             finally:
                 if shared and gettrace() is not None:  # production in this process set a tracer
