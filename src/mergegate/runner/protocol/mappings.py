@@ -58,8 +58,9 @@ def decoders(decode: Callable[[Any, Any, int], Any], error: type[Exception]) -> 
         items = [decode(v, resolve, depth) for v in data[start:]]
         if len(items) % 2:
             raise error(f"malformed {data[0]!r}: odd number of items")
-        kept_apart(dict(zip(items[::2], items[1::2], strict=True)), items[::2], error)
-        return list(zip(items[::2], items[1::2], strict=True))
+        made = list(zip(items[::2], items[1::2], strict=True))
+        kept_apart(dict(made), items[::2], error)
+        return made
 
     def factory(data: list[Any], resolve: Any, depth: int) -> Any:
         if len(data) < 2:
