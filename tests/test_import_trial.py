@@ -250,3 +250,42 @@ def test_an_entry_whose_some_tests_skip_here_is_written_with_allow_skip_and_judg
     gone = "raise ModuleNotFoundError(\"No module named 'shop.rates'\", name='shop.rates')\n"
     reasons = rejected(path, base, {"src/shop/rates.py": gone}, "rates: not built here")
     assert reasons["skipping.each_implementation"] == "narrowed", reasons
+
+
+JOBS = '''\
+class Job:
+    def __init__(self, number, weight):
+        self.number, self.weight = number, weight
+
+    def __eq__(self, other):
+        if not isinstance(other, Job):
+            return NotImplemented
+        return self.number == other.number
+
+    def __lt__(self, other):
+        if not isinstance(other, Job):
+            return NotImplemented
+        return self.number < other.number
+'''
+JOB_TESTS = '''\
+from shop.jobs import Job
+
+
+def test_jobs_are_one_job_whatever_their_weight():
+    assert Job(1, 5) == Job(1, 6) and Job(1, 5) != Job(2, 5)
+    assert [j.weight for j in sorted([Job(3, 1), Job(1, 2), Job(2, 3)])] == [2, 3, 1]
+'''
+
+
+def test_a_test_relying_on_its_class_own_comparison_is_written_sealed(tmp_path: Path) -> None:
+    # the trial follows the work tree's own rule for Job (compare numbers), as gate check follows the trusted
+    # revision's: the entry runs sealed, not shared
+    path = init_repo(tmp_path / "shop")
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["src/shop/jobs.py"] = JOBS
+    sign_and_commit(path, files, "the shop, with jobs")
+    write(path, {"oracles/properties/test_jobs.py": JOB_TESTS})
+    proc = gate(path, "catalog", "import")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "test_jobs.py::test_jobs_are_one_job_whatever_their_weight  (plain test, sealed)" in proc.stdout, \
+        proc.stdout + proc.stderr

@@ -85,6 +85,21 @@ def allow_skip_text(text: bytes, outcome: Outcome) -> bytes:
     return text + (comment + "\nallow_skip: true\n").encode()
 
 
+def _production_sources(top: Path, paths: frozenset[str], policy: Policy) -> dict[str, bytes]:
+    """The work tree's production sources that mention a comparison (regular files; a link is not followed)."""
+    from mergegate.runner import comparisons
+    from mergegate.runner import specs as speclib
+
+    out = {}
+    for path in paths:
+        where = top / path
+        if speclib.is_production_source(path, policy) and not where.is_symlink() and where.is_file():
+            data = where.read_bytes()
+            if comparisons.mentions(data):
+                out[path] = data
+    return out
+
+
 def run_trial(top: Path, entries: Sequence[tuple[catalog.Property, bytes]], policy: Policy,
               paths: frozenset[str], files: Mapping[str, bytes], jobs: int | None = None) -> dict[str, Outcome]:
     """Each entry's outcome (by id): sealed on the work tree at ``top``, then in-process for those that failed."""
@@ -97,6 +112,7 @@ def run_trial(top: Path, entries: Sequence[tuple[catalog.Property, bytes]], poli
         "work-tree",
         {p: b for p, b in files.items() if speclib.trusted_file(p, policy)},
         frozenset(speclib.production_names(paths, policy)),
+        speclib.comparison_rows(_production_sources(top, paths, policy), paths, policy),
     )
     specs = []
     for prop, text in entries:

@@ -331,7 +331,7 @@ def _job(index: int, tree: Tree, spec: speclib.Spec, seed: int, policy: Policy, 
     if sealed:
         assert subject is not None
         job.update(subject_socket=subject.socket_path, production_names=sorted(spec.trusted.production_names),
-                   ini=str(scratch / "pytest.ini"))
+                   ini=str(scratch / "pytest.ini"), comparisons=dict(spec.trusted.comparisons))
         if tree.trace:  # the run asks its subject which changed lines ran (``trusted/coverage.py``)
             job["coverage"] = str(tree.root)
         if subject.containment == sandbox.BUBBLEWRAP:  # production cannot reach the scratch folder

@@ -10,11 +10,14 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mergegate.errors import ConfigError
 from mergegate.git import blobs as git_blobs
+from mergegate.git import core as git_core
 from mergegate.records import catalog, nodeids, yamlio
 from mergegate.records.policy import FIXTURE, GUARDED, ORACLE, PRODUCTION, Policy
+from mergegate.runner import comparisons
 from mergegate.runner.trees import import_roots
 
 # Names the trusted side never hands to production: the standard library (the subject
@@ -29,6 +32,7 @@ class Trusted:
     rev: str
     files: Mapping[str, bytes] = field(default_factory=dict)
     production_names: frozenset[str] = frozenset()
+    comparisons: Mapping[str, Any] = field(default_factory=dict)  # ``comparisons.py``'s table
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ def load_specs(rev: str, policy: Policy, cwd: str | Path | None = None) -> tuple
         rev,
         {p: blobs[entries[p].sha] for p in oracle_paths if not entries[p].is_symlink},
         frozenset(production_names((e.path for e in listing), policy)),
+        comparison_table(rev, listing, policy, cwd),
     )
     specs = []
     for prop in cat.properties:
@@ -111,6 +116,32 @@ def production_names(paths: Iterable[str], policy: Policy) -> set[str]:
         if name.isidentifier() and name not in NEVER_PRODUCTION:
             names.add(name)
     return names
+
+
+def comparison_table(rev: str, listing: list[git_blobs.Entry], policy: Policy,
+                     cwd: str | Path | None) -> dict[str, Any]:
+    """How the trusted revision's production classes compare (``comparisons.py``), from the files that
+    mention a comparison method (one ``git grep``, then one batch of blobs)."""
+    production = {e.path: e.sha for e in listing if not e.is_symlink and not e.is_submodule
+                  and is_production_source(e.path, policy)}
+    if not production:
+        return {}
+    found = git_core.run(["grep", "-l", "-z", "-I", "-E", comparisons.PATTERN, rev, "--"], cwd, check=False)
+    prefix = rev + ":"
+    hits = [p[len(prefix):] for p in git_core.zsplit(found.stdout) if p.startswith(prefix)]
+    wanted = {p: production[p] for p in hits if p in production}
+    blobs = dict(git_blobs.read_blobs(wanted.values(), cwd))
+    return comparison_rows({p: blobs[sha] for p, sha in wanted.items()}, production, policy)
+
+
+def comparison_rows(files: Mapping[str, bytes], paths: Iterable[str], policy: Policy) -> dict[str, Any]:
+    """The table over production ``files`` (path -> source) of a tree whose files are ``paths``."""
+    roots = import_roots(policy.paths.production, frozenset(paths).__contains__)
+    return comparisons.table(dict(files), roots)
+
+
+def is_production_source(path: str, policy: Policy) -> bool:
+    return path.endswith(".py") and policy.classify(path) == PRODUCTION
 
 
 def production_imports(sources: Iterable[bytes], names: frozenset[str]) -> list[str]:

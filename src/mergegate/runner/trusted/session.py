@@ -24,7 +24,7 @@ import os
 import tempfile
 from typing import Any
 
-from mergegate.runner.trusted import faults
+from mergegate.runner.trusted import faults, rules
 
 INI = "[pytest]\n"
 
@@ -114,6 +114,7 @@ class GatePlugin:
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         faults.REFUSED.clear()  # an item's run begins (before its fixtures): refusals from here on are its own
+        rules.SEEN.clear()  # and a fresh production process: its classes are new objects
         self.refused = None
 
     def pytest_runtest_logreport(self, report: Any) -> None:

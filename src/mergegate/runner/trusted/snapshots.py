@@ -23,7 +23,7 @@ from collections.abc import Mapping, Set
 from typing import Any
 
 from mergegate.runner.protocol import codec, mappings
-from mergegate.runner.trusted import faults
+from mergegate.runner.trusted import faults, rules
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
 
@@ -75,6 +75,9 @@ class Snap:
     def __eq__(self, other: object) -> Any:
         """Equal, unequal, or ``NotImplemented`` (the other side's own ``__eq__`` is asked, as Python does)."""
         other = resolve(other)
+        ruled = rules.decide("eq", self, other)  # the trusted revision's own rule for its class, where it has one
+        if ruled is not rules.NONE:
+            return ruled
         if self.kind == "opaque" or (type(other) is Snap and other.kind == "opaque"):
             raise _opaque("`==`")
         if self.kind in ("mapping", "set"):
@@ -96,12 +99,34 @@ class Snap:
         return other.type == self.type and other.kind == self.kind and bool(self.state == other.state)
 
     def __ne__(self, other: object) -> Any:
+        ruled = rules.decide("ne", self, resolve(other))
+        if ruled is not rules.NONE:
+            return ruled
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
+
+    def __lt__(self, other: object) -> Any:  # inside a key or a container's order: decided as the object's own
+        return self.order("lt", other)
+
+    def __le__(self, other: object) -> Any:
+        return self.order("le", other)
+
+    def __gt__(self, other: object) -> Any:
+        return self.order("gt", other)
+
+    def __ge__(self, other: object) -> Any:
+        return self.order("ge", other)
 
     def __hash__(self) -> int:
         if "nohash" in self.flags:
             raise TypeError(f"unhashable type: '{self.name.rpartition(':')[2]}'")
+        keyed = rules.hash_key(self)
+        if keyed is not rules.NONE:  # equal by its class's key: hashed by it (equal objects hash alike)
+            try:
+                return hash(("rule", keyed))
+            except TypeError as exc:
+                faults.handled(exc)
+                return hash("rule")
         if self.kind == "opaque":
             raise _opaque("`hash`")
         if self.kind == "identity":
@@ -141,11 +166,14 @@ class Snap:
                                   "be decided by production code: test a plain value read off it")
         return item in self.state
 
-    def order(self, name: str, other: Any) -> bool:
+    def order(self, name: str, other: Any) -> Any:
         import operator
 
         op = getattr(operator, name)
         other = resolve(other)
+        ruled = rules.decide(name, self, other)
+        if ruled is not rules.NONE:
+            return ruled
         if self.kind == "set" and (isinstance(other, Set) or (type(other) is Snap and other.kind == "set")):
             theirs = other.state if type(other) is Snap else frozenset(other)  # type: ignore[arg-type]
             return bool(op(self.state, theirs))
@@ -156,6 +184,9 @@ class Snap:
                 return bool(op(list(self.state), list(other)))
         raise SealedCallError(f"`{name}` on a production {self.name}: it has no order the evaluator can decide "
                               "from its state (sets and sequences do); compare plain values read off it")
+
+
+rules.SNAP[:] = [Snap]
 
 
 def same_state(earlier: Any, now: Any) -> bool:

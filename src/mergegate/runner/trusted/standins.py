@@ -21,7 +21,7 @@ import types
 from collections.abc import Iterable
 from typing import Any
 
-from mergegate.runner.trusted import classdefs, forks, pickles
+from mergegate.runner.trusted import classdefs, forks, pickles, rules
 from mergegate.runner.trusted.channel import Channel
 from mergegate.runner.trusted.faults import (
     ProductionError,
@@ -80,6 +80,7 @@ def seal(job: dict[str, Any], result: dict[str, Any]) -> Any:
     for name in [n for n in sys.modules if n.partition(".")[0] in names]:
         del sys.modules[name]  # the gate's own copy of a module production owns is not the tree's
     finder = install(names, job["subject_socket"])
+    rules.load(job.get("comparisons"))
     pickles.guard(finder.channel, job["trusted_root"])
     classdefs._trusted[:] = [job["trusted_root"]]
     result["opened"] = forks.watch_opens(job["trusted_root"])
