@@ -265,3 +265,26 @@ def test_without_a_table_nothing_changes() -> None:
     with pytest.raises(SealedCallError):
         snap("Stream", stream_id=1).order("lt", snap("Stream", stream_id=2))
     assert snap("Stream", stream_id=1, weight=1) != snap("Stream", stream_id=1, weight=2)
+
+
+def test_rows_are_cached_by_the_files_bytes_and_a_bad_cache_entry_is_read_again(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mergegate.runner import comparison_cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    comparison_cache.cache_root.cache_clear()
+    try:
+        source = textwrap.dedent(STREAM).encode()
+        first = comparison_cache.read_module("pkg.mod", source)
+        assert first == comparisons.read_module("pkg.mod", source)
+        calls: list[str] = []
+        real = comparisons.read_module
+        monkeypatch.setattr(comparisons, "read_module", lambda *a: calls.append(a[0]) or real(*a))
+        assert comparison_cache.read_module("pkg.mod", source) == first and calls == []  # from the cache
+        assert comparison_cache.read_module("pkg.other", source) != first and calls == ["pkg.other"]  # its own key
+        for cached in (tmp_path / "mergegate" / "comparisons").rglob("*.json"):
+            cached.write_bytes(b"[not json")
+        assert comparison_cache.read_module("pkg.mod", source) == first and calls[-1] == "pkg.mod"
+        assert not list((tmp_path / "mergegate" / "comparisons").rglob("*.tmp"))
+    finally:
+        comparison_cache.cache_root.cache_clear()

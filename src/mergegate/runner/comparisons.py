@@ -44,6 +44,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Callable
 from typing import Any
 
 PATTERN = r"__(eq|ne|lt|le|gt|ge)__|total_ordering"
@@ -367,15 +368,18 @@ class _Rename(ast.NodeTransformer):
         return ast.Name(self.new, node.ctx) if node.id == self.old else node
 
 
-def table(files: dict[str, bytes], roots: list[str]) -> dict[str, Any]:
-    """The rows of every class in ``files`` (production paths -> source) under the import ``roots``."""
+def table(files: dict[str, bytes], roots: list[str], read: Callable[..., dict[str, Any]] | None = None
+          ) -> dict[str, Any]:
+    """The rows of every class in ``files`` (production paths -> source) under the import ``roots`` (each file
+    read by ``read``, ``read_module``'s signature: ``comparison_cache.read_module`` keeps them)."""
+    read = read or read_module
     ordered = sorted(roots, key=len, reverse=True)
     out: dict[str, Any] = {}
     for path, source in sorted(files.items()):
         root = next((r for r in ordered if not r or path.startswith(r + "/")), None)
         module = module_name(path, root) if root is not None else None
         if module is not None and len(source) <= MAX_SOURCE and mentions(source):
-            rows = read_module(module, source, package=path.endswith("/__init__.py") or path == "__init__.py")
+            rows = read(module, source, path.endswith("/__init__.py") or path == "__init__.py")
             # a class with no rule and no base the table could hold adds nothing to "no rule"
             out.update((n, r) for n, r in rows.items() if r["methods"] or r["open"] or r["total"]
                        or any(b != "?" for b in r["bases"]))

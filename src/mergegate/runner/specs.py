@@ -136,8 +136,10 @@ def comparison_table(rev: str, listing: list[git_blobs.Entry], policy: Policy,
 
 def comparison_rows(files: Mapping[str, bytes], paths: Iterable[str], policy: Policy) -> dict[str, Any]:
     """The table over production ``files`` (path -> source) of a tree whose files are ``paths``."""
+    from mergegate.runner import comparison_cache
+
     roots = import_roots(policy.paths.production, frozenset(paths).__contains__)
-    return comparisons.table(dict(files), roots)
+    return comparisons.table(dict(files), roots, comparison_cache.read_module)
 
 
 def is_production_source(path: str, policy: Policy) -> bool:
