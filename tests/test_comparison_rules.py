@@ -149,7 +149,7 @@ def test_anything_else_is_unknown(body: str) -> None:
 
 
 def test_what_may_write_methods_the_body_does_not_show_makes_them_unknown() -> None:
-    decorated = "import dataclasses\n@dataclasses.dataclass(order=True)\nclass A:\n    x: int\n"
+    decorated = "import attr\n@attr.s\nclass A:\n    x = attr.ib()\n"
     assert row(decorated, "A")["methods"] == {op: ["unknown"] for op in ("eq", "ne", "lt", "le", "gt", "ge")}
     assert row("class A(metaclass=M):\n    pass\n", "A")["open"] is True
     assert row("class A:\n    def __init_subclass__(cls):\n        pass\n", "A")["open"] is True
@@ -288,3 +288,57 @@ def test_rows_are_cached_by_the_files_bytes_and_a_bad_cache_entry_is_read_again(
         assert not list((tmp_path / "mergegate" / "comparisons").rglob("*.tmp"))
     finally:
         comparison_cache.cache_root.cache_clear()
+
+
+DATACLASSES = '''
+import dataclasses
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+
+@dataclass(order=True, frozen=True)
+class Slot:
+    start: int
+    label: str = field(default="", compare=False)
+    kinds: ClassVar[int] = 3
+
+
+@dataclasses.dataclass
+class Plain:
+    a: int
+
+    def __eq__(self, other):
+        return isinstance(other, Plain) and self.a == other.a
+
+
+@dataclass(eq=flag)
+class Dynamic:
+    a: int
+
+
+@dataclass
+class Child(Plain):
+    b: int
+'''
+
+
+def test_a_plain_dataclass_is_read_as_the_rules_it_writes() -> None:
+    slot = row(DATACLASSES, "Slot")["methods"]
+    key = ["tuple", ["attr", ["self"], "start"]]
+    assert slot == {op: ["key", op, ["sametype", "NotImplemented"], key] for op in ("eq", "lt", "le", "gt", "ge")}
+    assert row(DATACLASSES, "Plain")["methods"]["eq"][2] == ["isinstance", ["pkg.mod:Plain"], False]  # its own
+    assert "lt" not in row(DATACLASSES, "Plain")["methods"]
+    for name in ("Dynamic", "Child"):  # eq from a name; fields inherited: not the plain case
+        assert row(DATACLASSES, name)["methods"]["eq"] == ["unknown"]
+
+
+def test_a_dataclass_compares_and_orders_by_its_compared_fields() -> None:
+    rules.load(comparisons.read_module("pkg.mod", DATACLASSES.encode()))
+    try:
+        early, late = (Snap("pkg.mod:Slot#1", frozenset(), "fields", {"start": s, "label": label})
+                       for s, label in ((1, "b"), (2, "a")))
+        assert early == Snap("pkg.mod:Slot#1", frozenset(), "fields", {"start": 1, "label": "other"})
+        assert early.order("lt", late) is True and sorted([late, early]) == [early, late]
+        assert early.__eq__(Snap("pkg.mod:Other#2", frozenset(), "fields", {"start": 1})) is NotImplemented
+    finally:
+        rules.load({})

@@ -1,11 +1,12 @@
 """Production classes with comparisons of their own, sealed, end to end through ``gate check``.
 
 ``Job`` compares by its number only (``==``, ``<`` and the rest through ``functools.total_ordering``), ``Bag``
-is unorderable: a real suite that relies on that meaning now runs sealed and agrees with plain pytest, because
-the evaluator follows the *trusted* revision's rule (``runner/comparisons.py``) over the snapshots.  What a
-patch can still do to those methods is judged, never taken on trust: a change to the comparison itself is
-exercised where production uses it (``first`` calls ``min``) and otherwise leaves the check for review; two
-classes under one name (a renamed class borrowing another's rule) are never compared by that rule.
+is unorderable, ``Slot`` is a ``@dataclass(order=True)`` whose label is ``compare=False``: a real suite that
+relies on that meaning now runs sealed and agrees with plain pytest, because the evaluator follows the
+*trusted* revision's rule (``runner/comparisons.py``) over the snapshots.  What a patch can still do to those
+methods is judged, never taken on trust: a change to the comparison itself is exercised where production uses
+it (``first`` calls ``min``) and otherwise leaves the check for review; two classes under one name (a renamed
+class borrowing another's rule) are never compared by that rule.
 """
 
 from __future__ import annotations
@@ -76,6 +77,22 @@ class Refund:
     amount: int
 
 
+@dataclasses.dataclass(order=True)
+class Slot:
+    """A time slot: ordered and compared by its start, whatever its label."""
+
+    start: int
+    label: str = dataclasses.field(default="", compare=False)
+
+
+def slots(starts):
+    return [Slot(start, f"slot {i}") for i, start in enumerate(starts)]
+
+
+def slot(start):
+    return Slot(start)
+
+
 def job(number, weight=16):
     return Job(number, weight)
 
@@ -106,7 +123,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shop.jobs import bag, charge, first, job, refund, settle
+from shop.jobs import bag, charge, first, job, refund, settle, slot, slots
 
 NUMBERS = st.lists(st.integers(1, 99), min_size=1, max_size=8, unique=True)
 
@@ -134,6 +151,11 @@ def test_first(numbers):
     assert first([job(n) for n in numbers]).number == min(numbers)
 
 
+@given(NUMBERS)
+def test_slots(starts):
+    assert sorted(slots(starts)) == [slot(start) for start in sorted(starts)]
+
+
 def test_bags_are_unorderable():
     with pytest.raises(TypeError):
         bag([job(1)]) < bag([job(2)])
@@ -146,7 +168,7 @@ def test_settle(amount):
 
 PROPS = {"prop.jobs_compare": "test_jobs_compare_by_number", "prop.jobs_sorted": "test_sorted_jobs",
          "prop.jobs_first": "test_first", "prop.jobs_bags": "test_bags_are_unorderable",
-         "prop.jobs_settle": "test_settle"}
+         "prop.jobs_settle": "test_settle", "prop.jobs_slots": "test_slots"}
 
 
 @pytest.fixture(scope="module")
@@ -172,6 +194,13 @@ def test_a_bug_in_the_comparison_that_production_itself_uses_is_rejected(jobs_sh
     res = check(jobs_shop, agent_head(jobs_shop, "lt by weight", {"src/shop/jobs.py": bad.replace(
         "return min(jobs)", "return min(jobs)  # by weight")}))
     assert_rejected(res, "prop.jobs_first")
+
+
+def test_a_bug_under_a_dataclass_order_is_rejected(jobs_shop: Path) -> None:
+    bad = patched('return [Slot(start, f"slot {i}") for i, start in enumerate(starts)]',
+                  'return [Slot(start + (i == 1), f"slot {i}") for i, start in enumerate(starts)]')
+    res = check(jobs_shop, agent_head(jobs_shop, "slots off by one", {"src/shop/jobs.py": bad}))
+    assert_rejected(res, "prop.jobs_slots")
 
 
 def test_a_change_to_a_comparison_no_run_exercises_is_never_admitted(jobs_shop: Path) -> None:

@@ -22,7 +22,9 @@ from mergegate.runner import comparisons
 
 @functools.cache
 def _reader_digest() -> bytes:
-    return hashlib.sha256(Path(comparisons.__file__).read_bytes()).digest()
+    from mergegate.runner import dataclass_rules
+
+    return hashlib.sha256(b"".join(Path(str(m.__file__)).read_bytes() for m in (comparisons, dataclass_rules))).digest()
 
 
 @functools.cache

@@ -22,7 +22,8 @@ Recognised, per method (``__eq__``, ``__ne__``, ``__lt__``, ``__le__``, ``__gt__
 - a guard alone, before a body that is none of these (pyrsistent's ``plist.__eq__`` walks both
   lists): the guard's answer for an object that is not one of the classes, nothing otherwise;
 - ``__ne__`` as ``return not self == other`` (or ``not self.__eq__(other)``);
-- aliases in the class body (``__le__ = __lt__``), and ``functools.total_ordering``.
+- aliases in the class body (``__le__ = __lt__``), and ``functools.total_ordering``;
+- what a plain ``@dataclass`` writes (``dataclass_rules.py``).
 
 Anything else (a loop, a call, a constant answer, a method taken from another class)
 is recorded as unknown: the evaluator then decides as before, over the snapshot.  Only
@@ -47,7 +48,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-PATTERN = r"__(eq|ne|lt|le|gt|ge)__|total_ordering"
+from mergegate.runner import dataclass_rules
+
+PATTERN = r"__(eq|ne|lt|le|gt|ge)__|total_ordering|dataclass"
 _PATTERN = re.compile(PATTERN.encode())
 METHODS = {"__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge"}
 OPERATORS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
@@ -159,7 +162,6 @@ def _base(node: ast.expr, names: dict[str, str]) -> str | None:
         return "?"
     module, _, qual = found.partition(":")
     return None if module in ("typing", "typing_extensions", "abc", "builtins") and qual in NEUTRAL else found
-    return found
 
 
 def _read_class(node: ast.ClassDef, names: dict[str, str]) -> dict[str, Any]:
@@ -185,8 +187,10 @@ def _read_class(node: ast.ClassDef, names: dict[str, str]) -> dict[str, Any]:
     if decorators == ["total_ordering"]:
         total = next((op for op in ("lt", "le", "gt", "ge") if op in methods), None)
     elif decorators:
-        # another decorator (a dataclass, attrs) may write comparisons, over the body's own too
-        methods = dict.fromkeys(METHODS.values(), UNKNOWN)
+        # a plain @dataclass writes what dataclass_rules reads; another decorator (attrs, a dataclass with bases)
+        # may write comparisons, over the body's own too
+        made = dataclass_rules.methods(node, bases, methods)
+        methods = made if made is not None else dict.fromkeys(METHODS.values(), UNKNOWN)
     return {"bases": bases, "total": total, "methods": methods, "open": open_}
 
 
