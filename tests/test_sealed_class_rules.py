@@ -23,6 +23,7 @@ from tests.test_sealed_attacks import (
     pytestmark,  # noqa: F401 - the same containment requirement
     shop_with,
 )
+from tests.test_sealed_mapping_attacks import SETTLE
 
 JOBS = '''\
 """Jobs in a queue, ordered by their number."""
@@ -67,16 +68,6 @@ class Bag:
     __ge__ = __lt__
 
 
-@dataclasses.dataclass
-class Charge:
-    amount: int
-
-
-@dataclasses.dataclass
-class Refund:
-    amount: int
-
-
 @dataclasses.dataclass(order=True)
 class Slot:
     """A time slot: ordered and compared by its start, whatever its label."""
@@ -106,17 +97,7 @@ def bag(jobs):
     return Bag(jobs)
 
 
-def settle(amount):
-    return Charge(amount) if amount >= 0 else Refund(-amount)
-
-
-def charge(amount):
-    return Charge(amount)
-
-
-def refund(amount):
-    return Refund(amount)
-'''
+''' + SETTLE
 
 PROPERTIES = '''\
 import pytest

@@ -27,6 +27,33 @@ from tests.test_sealed_attacks import (
     shop_with,
 )
 
+# Charges and refunds: a settled amount is one or the other (also the shop of tests/test_sealed_class_rules.py).
+SETTLE = '''\
+@dataclasses.dataclass(frozen=True)
+class Charge:
+    amount: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Refund:
+    amount: int
+
+
+def settle(amount):
+    """A charge for a positive amount, a refund of its size for a negative one."""
+    return Charge(amount) if amount >= 0 else Refund(-amount)
+
+
+def charge(amount):
+    return Charge(amount)
+
+
+def refund(amount):
+    return Refund(amount)
+
+
+'''
+
 TALLY = '''\
 """Tallies of (sku, qty) pairs."""
 
@@ -88,30 +115,7 @@ def board(tickets):
     return Board(tickets)
 
 
-@dataclasses.dataclass(frozen=True)
-class Charge:
-    amount: int
-
-
-@dataclasses.dataclass(frozen=True)
-class Refund:
-    amount: int
-
-
-def settle(amount):
-    """A charge for a positive amount, a refund of its size for a negative one."""
-    return Charge(amount) if amount >= 0 else Refund(-amount)
-
-
-def charge(amount):
-    return Charge(amount)
-
-
-def refund(amount):
-    return Refund(amount)
-
-
-def default_qty():
+''' + SETTLE + '''def default_qty():
     """The quantity of a line that names none."""
     return 1
 
