@@ -68,7 +68,7 @@ class Map:
 def made_up_name(n):
     """A hostile reply: a name no side gave."""
     server = sys.modules["__main__"]
-    server.OPS["call"] = lambda s, *a: ["ok", ["~", n]]
+    server.OPS["call"] = server.OPS["callattr"] = lambda s, *a: ["ok", ["~", n]]  # every call, fused or not
     return None
 
 def named_list():

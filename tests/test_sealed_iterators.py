@@ -86,11 +86,29 @@ def test_a_drained_generator_is_a_few_batches(channel: standins.Channel) -> None
     before = channel.calls
     gen = mod.count_up(100)
     assert list(gen) == list(range(100))
-    # the module's attribute and the call, then batches of 1, 16, 64 and 64 (which ends it): no len or iter
-    # request, against 103 one item at a time
-    assert channel.calls - before == 2 + 4, channel.calls - before
+    # the module's attribute and the call, then two batches of 64 (list() drains it whole: the second ends it);
+    # no len or iter request, against 103 one item at a time
+    assert channel.calls - before == 2 + 2, channel.calls - before
     assert sorted(mod.doubled([3, 1, 2])) == [2, 4, 6]
     assert list(mod.kept(lambda x: x % 2 == 0, range(10))) == [0, 2, 4, 6, 8]  # the oracle's predicate, called back
+
+
+def test_what_drains_a_generator_whole_reads_it_in_one_batch(channel: standins.Channel) -> None:
+    """tuple(), list(), sorted() and str.join ask for a length hint first: one request for a short generator;
+    a loop still starts at one item, and a loop's later list() takes the rest in the largest batches."""
+    mod = channel.request("import", "itermod")
+    for drain, expected in ((tuple, (0, 1, 2, 3, 4)), (list, [0, 1, 2, 3, 4]), (sorted, [0, 1, 2, 3, 4]),
+                            (lambda g: ",".join(map(str, list(g))), "0,1,2,3,4")):
+        gen = mod.count_up(5)
+        before = channel.calls
+        assert drain(gen) == expected
+        assert channel.calls - before == 1, (drain, channel.calls - before)
+    gen, ran = mod.count_up(200), mod.steps()  # STEPS counts every generator this process ran
+    assert next(gen) == 0 and mod.steps() == ran + 1  # a single next: one step, as before
+    before = channel.calls
+    assert list(gen) == list(range(1, 200))
+    assert channel.calls - before == 4, channel.calls - before  # 64, 64, 64 and the 7 that end it
+    assert mod.steps() == ran + 200
 
 
 def test_one_next_runs_production_one_step(channel: standins.Channel) -> None:

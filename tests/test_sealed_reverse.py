@@ -158,7 +158,7 @@ def kind(x):
 def names_a_reverse(n):
     """A hostile reply: every later call answers with the oracle object numbered ``n``."""
     server = sys.modules["__main__"]
-    server.OPS["call"] = lambda s, *a: ["ok", ["rv", n]]
+    server.OPS["call"] = server.OPS["callattr"] = lambda s, *a: ["ok", ["rv", n]]  # every call, fused or not
 '''
 
 

@@ -8,6 +8,11 @@ For a *builtin* iterator (``subject/objects.py`` ``iterator``: a generator, ``fi
 far as in one process; a loop's second asks for more); ``iter()`` of it is itself
 and ``len()`` a ``TypeError`` without a request (as Python answers for those types).
 
+``list()``, ``tuple()``, ``sorted()``, ``str.join`` and ``list.extend`` ask an iterator's
+``__length_hint__`` before they drain it whole (``draining``): their reads start at the largest
+batch, so ``tuple(path_splitter(p))`` is one request. Nothing else asks for a length hint, and
+what those consumers take, they take to the end, so production runs no further than in one process.
+
 What changes, said plainly: once a loop has taken two items, production's generator may run up to
 63 items ahead of the loop (its own code, and any oracle callback it calls, run earlier than
 in one process). A property that interleaves ``next`` with other calls that observe the generator's
@@ -44,6 +49,10 @@ class Reader:
         if self.end == "stop":
             raise StopIteration
         raise ch.error(self.end)
+
+    def draining(self) -> None:
+        """The consumer takes every item (it asked for a length hint): read in the largest batches from now."""
+        self.size = SIZES[-1]
 
     def _fetch(self, ch: Any, handle: Any) -> None:
         reply = ch.exchange(("ahead", ch.enc(handle), self.size))

@@ -10,11 +10,12 @@ from __future__ import annotations
 import decimal
 import fractions
 import inspect
+import sys
 import types
 from collections.abc import Callable
 from typing import Any, Literal
 
-from mergegate.runner.trusted import classdefs, frozen, hierarchy, methods, pickles, snapshots
+from mergegate.runner.trusted import callsite, classdefs, frozen, hierarchy, methods, pickles, snapshots
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
 
@@ -147,6 +148,15 @@ class Remote:
         if type(value) is not int or value < 0:
             raise TypeError("production returned a bad length")
         return value
+
+    def __length_hint__(self) -> Any:
+        # Asked (after ``__len__`` failed) only by what drains an iterator whole: list(), tuple(), sorted(),
+        # str.join.  A production generator is then read in the largest batches (``ahead.py``).  No request:
+        # production's own hint was never asked, and still is not.
+        reader = object.__getattribute__(self, "_gate_ahead")
+        if reader is not None:
+            reader.draining()
+        return NotImplemented
 
     def __iter__(self) -> Any:
         if object.__getattribute__(self, "_gate_ahead") is not None:  # a builtin iterator is its own
@@ -355,6 +365,7 @@ def _typing_key(key: Any) -> bool:
 # The import system's own attributes of a module: local, never asked of production.
 # ``__file__`` too: the evaluator never opens a path production chooses (Hypothesis reads the source
 # of "local" modules for constants; a stand-in has no source here).
+_CALLS = frozenset({"function", "builtin_function_or_method", "partial"})  # fused when called at once
 _MODULE_LOCAL = frozenset({"__path__", "__spec__", "__loader__", "__package__", "__name__", "__cached__",
                            "__builtins__", "__getattr__", "__dir__", "__class__", "__dict__", "__file__"})
 
@@ -365,8 +376,16 @@ class RemoteModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name in _MODULE_LOCAL or name in HARNESS or name.startswith("_gate"):
             raise AttributeError(name)
+        ch = channel_of(self)
+        known = getattr(ch, "methods", None)  # a Link may keep none (then every read is one)
+        key = (f"<module {self.__dict__.get('__name__')}>", name)
+        if known is not None and key in known and callsite.called_at_once(sys._getframe(1)):
+            return methods.Method(self, name)  # a function before, called at once: read and call in one request
         try:
-            return channel_of(self).getattr(self, name)
+            value = ch.getattr(self, name)
+            if known is not None and type(value) is Remote and object.__getattribute__(value, "_gate_type") in _CALLS:
+                known.add(key)
+            return value
         except AttributeError:
             if name != "__all__":
                 raise

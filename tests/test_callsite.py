@@ -1,0 +1,132 @@
+"""A production module's function read and called at once is one request (``trusted/callsite.py``).
+
+What must hold: ``mod.f(x)`` and ``assert mod.f(x) == y`` (as pytest rewrites it) cost one round trip
+once ``f`` was seen to be a function; a read that is stored, compared or named keeps its own request
+and its identity; the call meets whatever the module holds when it is made (a rebinding production
+made is seen, never a stale value); a failing assertion shows production's function as it is.
+"""
+
+from __future__ import annotations
+
+import ast
+import dis
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mergegate.runner.subject import sandbox
+from mergegate.runner.trusted import callsite, standins
+from tests.helpers import production_subject
+
+PRODUCTION = '''
+def double(x):
+    return 2 * x
+
+
+def triple(x):
+    return 3 * x
+
+
+def rebind():
+    """Production rebinding its own module attribute: a later call must meet the new function."""
+    global double
+    double = triple
+    return "rebound"
+
+
+class Made:
+    def __init__(self, x):
+        self.x = x
+'''
+
+
+@pytest.fixture(scope="module")
+def subject(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Subject]:
+    yield from production_subject(tmp_path_factory, "callmod", PRODUCTION, "c")
+
+
+@pytest.fixture
+def channel(subject: sandbox.Subject) -> standins.Channel:
+    return standins.Channel(subject.socket_path)
+
+
+def test_a_function_called_at_once_is_one_request(channel: standins.Channel) -> None:
+    mod = channel.request("import", "callmod")
+    assert mod.double(1) == 2  # the first read is a read: now it is known to be a function
+    before = channel.calls
+    mod.double(2)
+    assert channel.calls - before == 1, channel.calls - before  # a method-call read
+    before = channel.calls
+    assert mod.double(3) == 6  # this test's module is rewritten by pytest: the temporary is the callee
+    assert channel.calls - before == 1, channel.calls - before
+
+
+def test_a_stored_read_is_a_read_and_keeps_its_identity(channel: standins.Channel) -> None:
+    mod = channel.request("import", "callmod")
+    mod.double(1)
+    before = channel.calls
+    first = mod.double
+    assert channel.calls - before == 1  # stored: a read
+    assert first is mod.double  # the same stand-in for the same production function
+    assert mod.double is not mod.triple
+    assert type(first) is not type(mod.Made)
+
+
+def test_the_call_meets_what_the_module_holds_when_it_is_made(channel: standins.Channel) -> None:
+    mod = channel.request("import", "callmod")
+    assert mod.double(5) == 10 and mod.double(5) == 10
+    assert mod.rebind() == "rebound"
+    assert mod.double(5) == 15  # production rebound it: the fused call reads the module again
+    made = mod.Made(4)  # a class is never fused (it was never seen as a function)
+    assert made.x == 4
+
+
+def test_a_failing_assertion_shows_productions_function(channel: standins.Channel) -> None:
+    mod = channel.request("import", "callmod")
+    mod.triple(1)
+    with pytest.raises(AssertionError) as info:
+        assert mod.triple(2) == 7
+    assert "6 == 7" in str(info.value) and "triple" in str(info.value), str(info.value)
+
+
+# ---------------------------------------------------------------- the bytecode shapes, on their own
+
+
+def _rewritten(source: str) -> Any:
+    """``source``'s function, its asserts rewritten by pytest's own rewriter."""
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    tree = ast.parse(source)
+    rewrite_asserts(tree, source.encode(), "t.py", None)
+    namespace: dict[str, Any] = {}
+    exec(compile(tree, "t.py", "exec"), namespace)
+    return namespace["f"]
+
+
+@pytest.mark.parametrize(("source", "fused"), [
+    ("def f(m, x):\n    m.g(x)\n", ["g"]),  # a method-call read
+    ("def f(m, x):\n    assert m.g(x) == 1\n", ["g"]),  # rewritten: the temporary is the callee
+    ("def f(m, x):\n    assert m.g(m.h(x)) == 1\n", ["g", "h"]),  # both, the inner call first
+    ("def f(m, x):\n    assert tuple(m.g(x)) == (1,)\n", ["g"]),
+    ("def f(m, x):\n    y = m.g\n    return y(x)\n", []),  # stored in a name of the oracle's: a read
+    ("def f(m, x):\n    assert m.g == 1\n", []),  # rewritten, compared: a read
+    ("def f(m, x):\n    assert m.g is m.h\n", []),  # identity: reads
+    ("def f(m, x):\n    assert m.g\n", []),  # truth: a read
+    ("def f(m, x):\n    return [m.g, getattr(m, 'h')]\n", []),
+])
+def test_which_reads_are_callees(source: str, fused: list[str]) -> None:
+    code = _rewritten(source).__code__
+    names = {i.offset: i.argval for i in dis.get_instructions(code)}
+    assert sorted(names[o] for o in callsite.callee_reads(code)) == sorted(fused)
+
+
+def test_an_unknown_python_fuses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    code = _rewritten("def f(m, x):\n    m.g(x)\n").__code__
+    frame = type("Frame", (), {"f_code": code, "f_lasti": callsite.callee_reads(code)[0]})()
+    assert callsite.called_at_once(frame)  # type: ignore[arg-type]
+    monkeypatch.setattr(callsite, "KNOWN", False)
+    assert not callsite.called_at_once(frame)  # type: ignore[arg-type]
+    assert not callsite.called_at_once(None)
+    assert callsite.KNOWN is False and sys.version_info >= (3, 11)
