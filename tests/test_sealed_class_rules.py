@@ -217,3 +217,15 @@ def test_the_rule_is_the_trusted_revisions_whatever_the_head_says(jobs_shop: Pat
     assert_rejected(res, "prop.jobs_first")
     verdicts = res.verdicts()
     assert verdicts.get("prop.jobs_compare") == verdicts.get("prop.jobs_sorted") == "pass", res.explain()
+
+
+def test_a_new_subclass_with_no_trusted_rule_cannot_lie_its_way_through(jobs_shop: Path) -> None:
+    # the bug: job() numbers every job one too high; the trick: the head returns a subclass the trusted revision
+    # never wrote, whose __eq__ is always true and whose order is always false, hoping the evaluator takes its
+    # word.  No trusted rule names _Job, so its objects are compared by their whole state: the bug surfaces
+    bad = patched("def job(number, weight=16):\n    return Job(number, weight)\n",
+                  "class _Job(Job):\n    def __eq__(self, other):\n        return True\n\n"
+                  "    def __lt__(self, other):\n        return False\n\n    __hash__ = Job.__hash__\n\n\n"
+                  "def job(number, weight=16):\n    return _Job(number + 1, weight)\n")
+    res = check(jobs_shop, agent_head(jobs_shop, "a subclass that agrees with everything", {"src/shop/jobs.py": bad}))
+    assert_rejected(res, "prop.jobs_first", "prop.jobs_compare", "prop.jobs_sorted")
