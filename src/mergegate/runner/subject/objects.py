@@ -70,13 +70,50 @@ PROTOCOLS: dict[str, Any] = {
 _classes: dict[frozenset[str], type] = {}
 
 
-def reverse(session: Session, number: int, protocols: list[Any]) -> Reverse:
-    """A ``Reverse`` with exactly the protocols the oracle's object has (``hasattr(x, "__len__")`` tells)."""
-    names = frozenset(p for p in protocols if p in PROTOCOLS)
-    cls = _classes.get(names)
+class Batched(Reverse):
+    """An oracle iterator over a list, tuple, range, str or bytes (``trusted/reverse.py`` ``items``).
+
+    Production advances a copy of it that nothing of the oracle's sees, so its items came along: ``next``,
+    ``iter`` and the length hint are answered here; any other use still asks the evaluator's copy (and so does
+    ``next`` when the items did not come: ``None``).
+    """
+
+    __slots__ = ("_gate_items",)
+
+    def __iter__(self) -> Any:
+        return self
+
+    def __next__(self) -> Any:
+        items = object.__getattribute__(self, "_gate_items")
+        return next(items) if items is not None else self._gate_op("next")
+
+    def __length_hint__(self) -> int:
+        items = object.__getattribute__(self, "_gate_items")
+        return int(items.__length_hint__()) if items is not None else 0
+
+
+def reverse(session: Session, number: int, protocols: list[Any], items: Any = None) -> Reverse:
+    """A ``Reverse`` with exactly the protocols the oracle's object has (``hasattr(x, "__len__")`` tells); a
+    ``Batched`` one when the iterator's items came with it."""
+    batched = items is not None
+    names = frozenset(p for p in protocols if p in PROTOCOLS and not (batched and p in ("__iter__", "__next__")))
+    key = names | {"batched"} if batched else names
+    cls = _classes.get(key)
     if cls is None:
-        cls = _classes[names] = type("Reverse", (Reverse,), {"__slots__": (), **{n: PROTOCOLS[n] for n in names}})
-    return cls(session, number)  # type: ignore[no-any-return]
+        cls = _classes[key] = type("Reverse", (Batched if batched else Reverse,), {
+            "__slots__": (), **{n: PROTOCOLS[n] for n in names}})
+    made = cls(session, number)
+    return refill(made, items) if batched else made
+
+
+def refill(known: Reverse, items: Any) -> Reverse:
+    """The stand-in of an iterator the oracle passed (again): the items its copy holds now, or (``None``: too
+    many to send) none, and every ``next`` asks the copy."""
+    if isinstance(known, Batched):
+        if items is not None and type(items) is not list:
+            raise ValueError("an iterator's items are a list")
+        object.__setattr__(known, "_gate_items", iter(items) if items is not None else None)
+    return known  # a stand-in made before its items came along: it asks the copy, which is the fresh one
 
 
 def standard(module: str, qualname: str) -> Any:

@@ -77,9 +77,12 @@ class Session:
             return self.reverses.get(data[1]) or self.reverses.setdefault(data[1], Callback(self, data[1], params))
         if tag == "tz" and len(data) == 2:
             return self.dec(data[1])  # a zone this side owns (or the evaluator's, as a reverse handle)
-        if tag == "rv" and len(data) == 3 and type(data[1]) is int and type(data[2]) is list:
+        if tag == "rv" and len(data) in (3, 4) and type(data[1]) is int and type(data[2]) is list:
+            items = self.dec(data[3]) if len(data) == 4 else None  # an iterator's items: ``objects.Batched``
             known = self.reverses.get(data[1])  # one stand-in per oracle object (the evaluator numbers each once)
-            return known if known is not None else self.reverses.setdefault(data[1], OBJECTS.reverse(self, *data[1:]))
+            if known is None:
+                return self.reverses.setdefault(data[1], OBJECTS.reverse(self, data[1], data[2], items))
+            return OBJECTS.refill(known, items)
         if tag == "std" and len(data) == 3 and all(type(d) is str for d in data[1:]):
             return OBJECTS.standard(data[1], data[2])
         if tag == "tv" and len(data) == 2 and type(data[1]) is str:

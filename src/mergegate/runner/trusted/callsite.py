@@ -51,7 +51,44 @@ def callee_reads(code: CodeType) -> list[int]:
     except Exception:  # a code object dis cannot read: fuse nothing in it
         return []
     return [ins.offset for index, ins in enumerate(ops) if _method_read(ins) or (
-        ins.opname == "LOAD_ATTR" and index + 1 < len(ops) and _rewritten_callee(ops, index + 1))]
+        ins.opname == "LOAD_ATTR" and index + 1 < len(ops)
+        and (_rewritten_callee(ops, index + 1) or _callee_on_stack(ops, index)))]
+
+
+# Where a call finds its callable: how many stack items, counting it, lie at or above it when the call starts.
+_CALLEE_DEPTH = {"PRECALL": 1} if _VERSION < (3, 12) else {"CALL": 1} if _VERSION < (3, 13) \
+    else {"CALL": 2, "CALL_KW": 3}  # 3.13: a NULL above the callable; CALL_KW: and the names' tuple
+_PUSHES_ONLY = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST", "LOAD_CONST", "LOAD_GLOBAL",
+                          "LOAD_NAME", "LOAD_DEREF", "LOAD_CLOSURE", "PUSH_NULL"})
+_ARGUMENTS = _PUSHES_ONLY | {  # what evaluating plain arguments compiles to: no jump, no copy or swap of the stack
+    "LOAD_ATTR", "LOAD_METHOD", "PRECALL", "CALL", "CALL_KW", "KW_NAMES", "BINARY_OP", "BINARY_SUBSCR",
+    "BINARY_SLICE", "BUILD_SLICE", "BUILD_LIST", "BUILD_TUPLE", "BUILD_SET", "BUILD_MAP", "BUILD_CONST_KEY_MAP",
+    "BUILD_STRING", "FORMAT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "CONVERT_VALUE", "LIST_EXTEND",
+    "SET_UPDATE", "DICT_UPDATE", "UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT", "UNARY_POSITIVE", "COMPARE_OP",
+    "IS_OP", "CONTAINS_OP", "MAKE_FUNCTION", "SET_FUNCTION_ATTRIBUTE", "NOP"}
+
+
+def _callee_on_stack(ops: list[dis.Instruction], read: int) -> bool:
+    """``ops[read]`` (an attribute read) is the callable of the call that follows its arguments.
+
+    ``utils.f(x)`` where ``utils`` was imported compiles to a plain ``LOAD_ATTR`` (the compiler keeps
+    ``LOAD_METHOD`` for objects that are not modules).  Followed on the stack: the read is the callee when
+    the first thing after it only pushes, nothing afterwards reaches down to it (every instruction allowed
+    here that pops it leaves at most one item, so the stack would come back down to it), and a call
+    starts with exactly its arguments above it.  Anything else (a jump, a copy or swap, an unknown
+    instruction) is not fused.
+    """
+    height = 1  # the read's value and everything above it
+    for ins in ops[read + 1:]:
+        depth = _CALLEE_DEPTH.get(ins.opname)
+        if depth is not None and type(ins.arg) is int and height == ins.arg + depth:
+            return True
+        if ins.opname not in _ARGUMENTS or (height == 1 and ins.opname not in _PUSHES_ONLY):
+            return False
+        height += dis.stack_effect(ins.opcode, ins.arg if ins.opcode >= dis.HAVE_ARGUMENT else None)
+        if height < 2:
+            return False
+    return False
 
 
 def _method_read(ins: dis.Instruction) -> bool:

@@ -275,8 +275,8 @@ class Channel:
                 number = self.callback_ids[id(obj)] = len(self.callbacks)  # holds one stand-in for it
                 self.callbacks.append(obj)
                 self.originals[number] = obj
-            self.callbacks[number] = _copy(obj)  # a fresh copy each time it is passed: the oracle's state now
-            return ["rv", number, _protocols(type(obj))]
+            copied = self.callbacks[number] = _copy(obj)  # a fresh copy each time it is passed: the oracle's state now
+            return ["rv", number, _protocols(type(obj)), *reverse.items(copied, self._ref)]
         raise codec.CodecError(f"cannot pass a {type(obj).__qualname__} to production code")
 
     def _mirrored(self, obj: Any) -> list[Any] | None:

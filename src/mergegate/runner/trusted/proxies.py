@@ -22,7 +22,6 @@ from mergegate.runner.trusted.link import Link
 BUILTIN_EXCEPTIONS, ITERATION_ENDS = hierarchy.BUILTIN_EXCEPTIONS, hierarchy.ITERATION_ENDS
 
 
-
 def remote_id(obj: Any) -> tuple[Link, int] | None:
     if type(obj) is Remote or type(obj) is RemoteModule:
         return object.__getattribute__(obj, "_gate_ref")  # type: ignore[no-any-return]
@@ -150,9 +149,8 @@ class Remote:
         return value
 
     def __length_hint__(self) -> Any:
-        # Asked (after ``__len__`` failed) only by what drains an iterator whole: list(), tuple(), sorted(),
-        # str.join.  A production generator is then read in the largest batches (``ahead.py``).  No request:
-        # production's own hint was never asked, and still is not.
+        # Asked (after ``__len__`` failed) only by what drains an iterator whole (list(), tuple(), sorted()):
+        # read in the largest batches (``ahead.py``); production's own hint is not asked, as before.
         reader = object.__getattribute__(self, "_gate_ahead")
         if reader is not None:
             reader.draining()
@@ -304,7 +302,7 @@ class RemoteType(type):
     def __getattr__(cls, name: str) -> Any:
         if (name.startswith("__") and name.endswith("__") and name not in _CLASS_FORWARDED) or name in HARNESS:
             raise AttributeError(name)  # Python's own probes (e.g. __set_name__) and the harness's stay local
-        return channel_of(cls).getattr(cls, name)
+        return _read(cls, f"<class {type.__getattribute__(cls, '_gate_ref')[1]}>", name)
 
     @property
     def __signature__(cls) -> inspect.Signature:  # ``st.builds``/``st.from_type``: the production class's own
@@ -365,7 +363,20 @@ def _typing_key(key: Any) -> bool:
 # The import system's own attributes of a module: local, never asked of production.
 # ``__file__`` too: the evaluator never opens a path production chooses (Hypothesis reads the source
 # of "local" modules for constants; a stand-in has no source here).
-_CALLS = frozenset({"function", "builtin_function_or_method", "partial"})  # fused when called at once
+_CALLS = frozenset({"function", "builtin_function_or_method", "method", "partial"})  # fused when called at once
+
+
+def _read(owner: Any, key: str, name: str) -> Any:
+    """``owner.name`` (a module's, a class's): a request, or, where the name was a function and this read is the
+    callee of a call made at once (``callsite.py``), none: read and call are one request (``methods.Method``)."""
+    ch = channel_of(owner)
+    known = getattr(ch, "methods", None)  # a Link may keep none (then every read is one)
+    if known is not None and (key, name) in known and callsite.called_at_once(sys._getframe(2)):
+        return methods.Method(owner, name)
+    value = ch.getattr(owner, name)
+    if known is not None and type(value) is Remote and object.__getattribute__(value, "_gate_type") in _CALLS:
+        known.add((key, name))
+    return value
 _MODULE_LOCAL = frozenset({"__path__", "__spec__", "__loader__", "__package__", "__name__", "__cached__",
                            "__builtins__", "__getattr__", "__dir__", "__class__", "__dict__", "__file__"})
 
@@ -376,16 +387,8 @@ class RemoteModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name in _MODULE_LOCAL or name in HARNESS or name.startswith("_gate"):
             raise AttributeError(name)
-        ch = channel_of(self)
-        known = getattr(ch, "methods", None)  # a Link may keep none (then every read is one)
-        key = (f"<module {self.__dict__.get('__name__')}>", name)
-        if known is not None and key in known and callsite.called_at_once(sys._getframe(1)):
-            return methods.Method(self, name)  # a function before, called at once: read and call in one request
         try:
-            value = ch.getattr(self, name)
-            if known is not None and type(value) is Remote and object.__getattribute__(value, "_gate_type") in _CALLS:
-                known.add(key)
-            return value
+            return _read(self, f"<module {self.__dict__.get('__name__')}>", name)
         except AttributeError:
             if name != "__all__":
                 raise

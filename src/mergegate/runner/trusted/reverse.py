@@ -26,6 +26,29 @@ OPS: dict[str, Any] = {
 ANSWERS = {"rget": (AttributeError,), "getitem": (KeyError, IndexError), "next": (StopIteration,)}
 
 
+# An oracle iterator over a list, tuple, range, str or bytes: production advances a copy of it (``_copy``), which
+# nothing of the oracle's ever sees, so its items go along with the handle and production takes them in the
+# subject (``subject/objects.py`` ``Batched``), not one round trip each (natsort: ``sep_inserter(iter(x), "")``).
+_SEQUENCES: tuple[Any, ...] = ([], (), range(0), "", "\u0100", b"", bytearray())
+SEQUENCE_ITERATORS = frozenset(type(iter(x)) for x in _SEQUENCES)
+MAX_ITEMS = 1024  # longer, they are asked for one at a time, as any iterator of the oracle's
+
+
+def items(copied: Any, ref: Any) -> list[Any]:
+    """``[the copy's remaining items, encoded]`` for a sequence iterator short enough; else ``[]``."""
+    left = operator.length_hint(copied) if type(copied) in SEQUENCE_ITERATORS else -1
+    if not 0 <= left <= MAX_ITEMS:
+        return []
+    state = copied.__reduce__()  # (iter, (sequence,), position), or (iter, ((),)) once it ended
+    rest = [next(copied) for _ in range(left)]  # its own next (a list subclass's __iter__ is not asked) ...
+    if len(state) > 2:
+        copied.__setstate__(state[2])  # ... and back where it was: never past its end, so never exhausted
+    try:
+        return [codec.encode(rest, ref)]
+    except codec.CodecError:  # an item that cannot cross: production meets it where it reaches it, as before
+        return []
+
+
 COMPARISONS = ("__eq__", "__ne__", "__hash__", "__lt__", "__le__", "__gt__", "__ge__")
 
 
