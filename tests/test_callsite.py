@@ -43,6 +43,20 @@ class Made:
     @classmethod
     def twice(cls, x):
         return 2 * x
+
+
+class Till:
+    def shown(self, x):
+        return x
+
+    def bump(self):
+        """Rebinds this till's ``shown`` to a liar, once (the next read meets the method again)."""
+        def liar(x):
+            del self.shown
+            return -1
+
+        self.shown = liar
+        return 5
 '''
 
 
@@ -90,6 +104,18 @@ def test_a_class_method_called_at_once_is_one_request(channel: standins.Channel)
     assert made(5).x == 5  # the class itself is still called as a class
 
 
+def test_a_method_is_read_before_its_arguments_run(channel: standins.Channel) -> None:
+    """``till.shown(till.bump())``: Python reads ``shown`` first; ``bump`` then rebinds it, and the call still meets
+    the method read before.  A read deferred to the call would meet the liar."""
+    till = channel.request("import", "callmod").Till()
+    assert till.shown(1) == 1 and till.shown(2) == 2  # a method of Till: its later calls may be fused
+    assert till.shown(till.bump()) == 5
+    assert till.shown(3) == -1  # the liar bump left, as in one process (it removes itself)
+    before = channel.calls
+    assert till.shown(4) == 4
+    assert channel.calls - before == 1, channel.calls - before  # quiet arguments: still one request
+
+
 def test_a_stored_read_is_a_read_and_keeps_its_identity(channel: standins.Channel) -> None:
     mod = channel.request("import", "callmod")
     mod.double(1)
@@ -135,7 +161,7 @@ def _rewritten(source: str) -> Any:
 @pytest.mark.parametrize(("source", "fused"), [
     ("def f(m, x):\n    m.g(x)\n", ["g"]),  # a method-call read
     ("def f(m, x):\n    assert m.g(x) == 1\n", ["g"]),  # rewritten: the temporary is the callee
-    ("def f(m, x):\n    assert m.g(m.h(x)) == 1\n", ["g", "h"]),  # both, the inner call first
+    ("def f(m, x):\n    assert m.g(m.h(x)) == 1\n", ["h"]),  # g is read before h runs (h could rebind it)
     ("def f(m, x):\n    assert tuple(m.g(x)) == (1,)\n", ["g"]),
     ("def f(m, x):\n    y = m.g\n    return y(x)\n", []),  # stored in a name of the oracle's: a read
     ("def f(m, x):\n    assert m.g == 1\n", []),  # rewritten, compared: a read
@@ -145,9 +171,11 @@ def _rewritten(source: str) -> Any:
     # a module the oracle imported: the compiler reads its attribute with a plain LOAD_ATTR, followed on the stack
     ("import os as m\ndef f(x):\n    m.g(x)\n", ["g"]),
     ("import os as m\ndef f(x):\n    m.t()\n", ["t"]),
-    ("import os as m\ndef f(x, a):\n    m.h(a[0], k=-x)\n", ["h"]),
+    ("import os as m\ndef f(x, a):\n    m.h(a, k=x)\n", ["h"]),
+    ("import os as m\ndef f(x, a):\n    m.h(a[0], k=-x)\n", []),  # an index, a negation: code runs first
     ("import os as m\ndef f(x):\n    assert m.g(x) == 1\n", ["g"]),
-    ("import os as m\ndef f(x, a):\n    m.k(a, m.l)\n", ["k"]),  # the last argument is not a callee
+    ("import os as m\ndef f(x, a):\n    m.k(a, (x, 1))\n", ["k"]),
+    ("import os as m\ndef f(x, a):\n    m.k(a, m.l)\n", []),  # an argument read (a property could run)
     ("import os as m\ndef f(x, a):\n    m.v(m.w(x), *a)\n", ["w"]),  # a call with *args: not followed
     ("import os as m\ndef f(x, a, b):\n    m.c(x if a else b)\n", []),  # a jump among the arguments
     ("import os as m\ndef f(x):\n    m.q[0](x)\n", []),  # subscripted, then called
@@ -170,3 +198,65 @@ def test_an_unknown_python_fuses_nothing(monkeypatch: pytest.MonkeyPatch) -> Non
     assert not callsite.called_at_once(frame)  # type: ignore[arg-type]
     assert not callsite.called_at_once(None)
     assert callsite.KNOWN is False and sys.version_info >= (3, 11)
+
+
+# ---------------------------------------------------------------- end to end: a patch rebinds what the oracle read
+
+CALC = '''\
+"""Totals of a till."""
+
+
+def add(a, b):
+    return a + b
+
+
+def total(amount):
+    """What the till shows: the amount in cents."""
+    return amount * 100
+'''
+
+CALC_PROPERTIES = '''\
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shop import calc
+
+
+@given(st.integers(0, 50), st.integers(0, 50))
+def test_total_of_a_sum(a, b):
+    assert calc.total(calc.add(a, b)) == (a + b) * 100
+
+
+@given(st.integers(0, 50), st.integers(0, 50))
+def test_total_of_a_sum_called_plainly(a, b):
+    shown = calc.total(calc.add(a, b))
+    assert shown == (a + b) * 100
+'''
+
+# The bug: add is off by one past 20.  The trick: add rebinds calc.total, which the property read *before*
+# calling add (as Python does), to a function that hides the extra cent.  Fused at the call, the oracle would
+# meet the liar; read first, as in one process, it meets the honest total and fails.
+LIAR = CALC.replace("    return a + b\n", '''\
+    if a + b > 20:
+        import sys
+        module = sys.modules[__name__]
+        real = module.total
+
+        def liar(amount):  # once: the next read meets the honest total again
+            module.total = real
+            return real(amount - 1)
+
+        module.total = liar
+        return a + b + 1
+    return a + b
+''')
+
+
+def test_a_patch_that_rebinds_the_function_the_oracle_read_first_is_rejected(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    from tests.test_sealed_attacks import agent_head, assert_rejected, check, shop_with
+
+    props = {"prop.calc_total": "test_total_of_a_sum", "prop.calc_total_plain": "test_total_of_a_sum_called_plainly"}
+    repo = shop_with(tmp_path_factory, "calc", CALC, CALC_PROPERTIES, props, "the till adds up")
+    res = check(repo, agent_head(repo, "add rebinds total", {"src/shop/calc.py": LIAR}))
+    assert_rejected(res, "prop.calc_total", "prop.calc_total_plain")

@@ -60,8 +60,8 @@ class Remote:
         ch = channel_of(self)
         key = (object.__getattribute__(self, "_gate_type"), name)
         known = getattr(ch, "methods", None)  # a Link may keep none (then every read is one)
-        if known is not None and key in known:  # a method of this type before: read and call in one request
-            return methods.Method(self, name)
+        if known is not None and key in known and callsite.called_at_once(sys._getframe(1)):
+            return methods.Method(self, name)  # a method of this type, called before anything runs: one request
         value = ch.getattr(self, name)
         if known is not None and type(value) is Remote and object.__getattribute__(value, "_gate_type") == "method":
             known.add(key)
