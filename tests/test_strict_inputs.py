@@ -160,6 +160,22 @@ def test_worktrees_of_killed_runs_are_swept(repo: Path) -> None:
     mine.rmdir()
 
 
+def test_worktrees_are_made_side_by_side_and_none_is_left_when_one_fails(repo: Path) -> None:
+    from mergegate.errors import GateError
+
+    first = commit(repo, {"src/a.py": "A = 1\n"}, "a")
+    second = commit(repo, {"src/a.py": "A = 2\n"}, "b")
+    with diffrun.worktrees([first, second], repo) as (one, two):
+        assert (one / "src/a.py").read_text() == "A = 1\n" and (two / "src/a.py").read_text() == "A = 2\n"
+        assert len(git(repo, "worktree", "list").stdout.splitlines()) == 3
+    assert len(git(repo, "worktree", "list").stdout.splitlines()) == 1
+    assert not one.parent.exists()
+    with pytest.raises(GateError), diffrun.worktrees([first, "0" * 40], repo):
+        pass  # the second add fails: the first tree, made beside it, is removed all the same
+    assert len(git(repo, "worktree", "list").stdout.splitlines()) == 1
+    assert not list(Path(tempfile.gettempdir()).glob(f"gate-wt-{os.getpid()}-*"))
+
+
 def test_lock_contention_is_another_gate_running(repo: Path) -> None:
     write(repo, {"oracles/properties/test_a.py": "def test_a():\n    pass\n"})
     git(repo, "add", "-A")
