@@ -193,7 +193,20 @@ def op_import(s: Session, name: str) -> list[Any]:
 
 
 def op_getattr(s: Session, target: Any, name: str) -> list[Any]:
-    return ["ok", s.out(getattr(s.dec(target), name))]
+    owner = s.dec(target)
+    value = getattr(owner, name)
+    return ["ok", s.out(value), "member"] if _member(owner, name, value) else ["ok", s.out(value)]
+
+
+def _member(owner: Any, name: str, value: Any) -> bool:
+    """Whether ``owner.name`` is a member of an Enum class, which Python never lets a program rebind or delete
+    (``EnumType.__setattr__``): the evaluator may read it once a run (``Channel.getattr``)."""
+    import enum
+
+    if type(owner) is not enum.EnumType:
+        return False
+    members = type.__getattribute__(owner, "_member_map_")
+    return type(members) is dict and members.get(name) is value
 
 
 def op_setattr(s: Session, target: Any, name: str, value: Any) -> list[Any]:

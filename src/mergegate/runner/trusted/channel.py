@@ -11,41 +11,15 @@ import contextlib
 import os
 import socket
 import time
-import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from mergegate.runner.protocol import codec, identity, wire
-from mergegate.runner.trusted import classdefs, faults, reverse, zones
+from mergegate.runner.trusted import classdefs, faults, reverse, stdnames, zones
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError, SubjectGone
 from mergegate.runner.trusted.made import make_proxy
 from mergegate.runner.trusted.methods import Method
-from mergegate.runner.trusted.proxies import BUILTIN_EXCEPTIONS, ITERATION_ENDS, remote_id
-
-
-def _standard(obj: Any) -> list[Any] | None:
-    """A standard-library module, class or function by name (``["std", module, qualname]``), a TypeVar by name.
-
-    What the subject looks up is its own standard library's object of that name; nothing of this
-    process's object crosses.  Only names that resolve back to ``obj`` here are sent.
-    """
-    import sys
-    import typing
-
-    if isinstance(obj, typing.TypeVar):
-        return ["tv", obj.__name__]
-    if isinstance(obj, types.ModuleType):
-        name = getattr(obj, "__name__", "")
-        return ["std", name, ""] if type(name) is str and name.partition(".")[0] in sys.stdlib_module_names \
-            and sys.modules.get(name) is obj else None
-    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
-    if type(module) is not str or type(qualname) is not str or module.partition(".")[0] not in sys.stdlib_module_names:
-        return None
-    found: Any = sys.modules.get(module)
-    for part in qualname.split("."):
-        found = getattr(found, part, None)
-    return ["std", module, qualname] if found is obj else None
-
+from mergegate.runner.trusted.proxies import BUILTIN_EXCEPTIONS, ITERATION_ENDS, RemoteType, remote_id
 
 _VIEWS: tuple[type, ...] = (type({}.keys()), type({}.values()), type({}.items()))
 
@@ -96,6 +70,7 @@ class Channel:
         self.callbacks: list[Callable[..., Any]] = []
         self.methods: set[tuple[str, str]] = set()
         self.subclasses: dict[tuple[int, int], bool] = {}  # issubclass of two production classes (``frozen.py``)
+        self.members: dict[tuple[int, str], Any] = {}  # a production Enum's members read in this run (``getattr``)
         self.mirrors: dict[int, tuple[type, Any]] = {}
         self.mirrored: dict[int, Any] = {}
         self.callback_ids: dict[int, int] = {}
@@ -118,6 +93,7 @@ class Channel:
                 raise SubjectGone(f"cannot reach the subject process: {exc}") from None
             self.endpoint = wire.Endpoint(sock, self._serve_callback)
             codec.SAME = identity.Identity(0)  # a fresh subject process knows no names
+            self.members.clear()
             self._share_core()
         return self.endpoint
 
@@ -202,12 +178,14 @@ class Channel:
         replaces is the caller's to keep (``inplace.enter``)."""
         self.endpoint = wire.Endpoint(socket.socket(fileno=fd), self._serve_callback) if fd is not None else None
         self.calls, self.waited = 0, 0.0
+        self.members.clear()  # a run reads them from its own twin
         self.sticky.clear()
 
     def _close(self) -> None:
         if self.endpoint is not None:
             self.endpoint.close()
         self.endpoint = None
+        self.members.clear()
 
     def _raise_sticky(self) -> None:
         if self.sticky:
@@ -249,7 +227,7 @@ class Channel:
             if ref[0] is not self:
                 raise codec.CodecError(getattr(type(ref[0]), "why", "a production object from another subject"))
             return ["h", ref[1]]
-        named = _standard(obj)
+        named = stdnames.standard(obj)
         if named is not None:
             return named
         copied = self._mirrored(obj)
@@ -391,4 +369,18 @@ class Channel:
         return self.request("op", name, self.args(args)[0])
 
     def getattr(self, target: Any, name: str) -> Any:
-        return self.request("getattr", self.enc(target), name)
+        """``target.name``; a member of a production Enum class is asked once a run.
+
+        The subject says which reads are members (``server._member``); Python refuses to rebind or delete
+        one through its class (``EnumType.__setattr__``), so a second read gives the first one's answer.
+        Only a class's attributes are kept: a subject that calls every read a member can make a property
+        see a class attribute's first value again, never a module's or an object's."""
+        ref = remote_id(target)
+        key = (ref[1], name) if ref is not None and ref[0] is self and type(target) is RemoteType else None
+        if key is not None and key in self.members:
+            return self.members[key]
+        reply = self._exchange(("getattr", self.enc(target), name))
+        value = self._result(reply, stop_allowed=False)
+        if key is not None and reply[2:] == ["member"]:
+            self.members[key] = value
+        return value

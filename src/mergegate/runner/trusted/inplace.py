@@ -109,6 +109,7 @@ def leave(channel: Any, saved: Saved) -> None:
     if channel.endpoint is not None and channel.endpoint is not saved.endpoint:
         channel.endpoint.close()
     channel.endpoint = saved.endpoint
+    channel.members.clear()  # read from the run's twin: collection's process may hold other objects
     codec.SAME = saved.same
     for number in [n for n in channel.proxies if n not in saved.proxies]:
         _retire(channel, channel.proxies.pop(number))
