@@ -116,6 +116,17 @@ def test_a_method_is_read_before_its_arguments_run(channel: standins.Channel) ->
     assert channel.calls - before == 1, channel.calls - before  # quiet arguments: still one request
 
 
+def test_a_function_is_read_before_an_argument_that_calls_a_name(channel: standins.Channel) -> None:
+    """``mod.double(rebind_and_two())``, ``rebind_and_two`` a production function the oracle holds by name: Python
+    reads ``double`` first; ``rebind`` then rebinds it to ``triple``, and the call still meets ``double``."""
+    mod = channel.request("import", "callmod")
+    rebind = mod.rebind
+    assert mod.double(2) == 4 and mod.double(3) == 6  # known as a function: a read called at once is fused
+    shown = mod.double(len(rebind()))  # outside an assert: the compiler's own method-call read
+    assert shown == 14  # double(7), not triple: read before rebind ran, as in one process
+    assert mod.double(1) == 3  # and after it, the new binding
+
+
 def test_a_stored_read_is_a_read_and_keeps_its_identity(channel: standins.Channel) -> None:
     mod = channel.request("import", "callmod")
     mod.double(1)
@@ -162,6 +173,12 @@ def _rewritten(source: str) -> Any:
     ("def f(m, x):\n    m.g(x)\n", ["g"]),  # a method-call read
     ("def f(m, x):\n    assert m.g(x) == 1\n", ["g"]),  # rewritten: the temporary is the callee
     ("def f(m, x):\n    assert m.g(m.h(x)) == 1\n", ["h"]),  # g is read before h runs (h could rebind it)
+    ("def f(m, h, x):\n    m.g(h(x))\n", []),  # a call among the arguments, of a name: g is read before it
+    ("def f(m, h, x):\n    m.g(x, h())\n", []),
+    ("def f(m, h, x):\n    return m.g(len(x))\n", []),
+    ("def f(m, h, x):\n    assert m.g(h(x)) == 1\n", []),
+    ("def f(m, h, x):\n    m.g(x)(h(x))\n", ["g"]),  # g's call comes first; what it returns is called later
+    ("import os as m\ndef f(h, x):\n    m.g(h(x))\n", []),
     ("def f(m, x):\n    assert tuple(m.g(x)) == (1,)\n", ["g"]),
     ("def f(m, x):\n    y = m.g\n    return y(x)\n", []),  # stored in a name of the oracle's: a read
     ("def f(m, x):\n    assert m.g == 1\n", []),  # rewritten, compared: a read
@@ -220,6 +237,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shop import calc
+from shop.calc import add
 
 
 @given(st.integers(0, 50), st.integers(0, 50))
@@ -230,6 +248,13 @@ def test_total_of_a_sum(a, b):
 @given(st.integers(0, 50), st.integers(0, 50))
 def test_total_of_a_sum_called_plainly(a, b):
     shown = calc.total(calc.add(a, b))
+    assert shown == (a + b) * 100
+
+
+@given(st.integers(0, 50), st.integers(0, 50))
+def test_total_of_a_sum_added_by_name(a, b):
+    assert calc.total(0) == 0  # the read of total is known from here on: a later one could be fused
+    shown = calc.total(add(a, b))
     assert shown == (a + b) * 100
 '''
 
@@ -256,7 +281,8 @@ def test_a_patch_that_rebinds_the_function_the_oracle_read_first_is_rejected(
         tmp_path_factory: pytest.TempPathFactory) -> None:
     from tests.test_sealed_attacks import agent_head, assert_rejected, check, shop_with
 
-    props = {"prop.calc_total": "test_total_of_a_sum", "prop.calc_total_plain": "test_total_of_a_sum_called_plainly"}
+    props = {"prop.calc_total": "test_total_of_a_sum", "prop.calc_total_plain": "test_total_of_a_sum_called_plainly",
+             "prop.calc_total_by_name": "test_total_of_a_sum_added_by_name"}
     repo = shop_with(tmp_path_factory, "calc", CALC, CALC_PROPERTIES, props, "the till adds up")
     res = check(repo, agent_head(repo, "add rebinds total", {"src/shop/calc.py": LIAR}))
-    assert_rejected(res, "prop.calc_total", "prop.calc_total_plain")
+    assert_rejected(res, "prop.calc_total", "prop.calc_total_plain", "prop.calc_total_by_name")

@@ -18,9 +18,11 @@ the call, in the subject).  Three shapes are recognised, and nothing else:
 In each, every instruction between the read and the call must be one that runs no code at all
 (loading a name or a constant, building a tuple or a list of them): an argument that calls, reads
 an attribute, indexes or computes could run production, which could rebind the attribute, and
-Python reads the attribute *before* the arguments.  ``calc.total(calc.add(1, 2))`` is two reads:
-a patch whose ``add`` rebinds ``calc.total`` to a liar meets the function read before, as in one
-process.  So fusing changes nothing a property can observe.  On a Python whose bytecode is not one
+Python reads the attribute *before* the arguments.  ``calc.total(calc.add(1, 2))`` and
+``calc.total(add(1, 2))`` (``add`` imported by name) are a read and then a call: a patch whose
+``add`` rebinds ``calc.total`` to a liar meets the function read before, as in one process.  Each
+shape is followed on the stack to the call that takes the read as its callable, and that call must
+be the first.  So fusing changes nothing a property can observe.  On a Python whose bytecode is not one
 of these, no read is fused: every read is one request.
 """
 
@@ -56,13 +58,17 @@ def callee_reads(code: CodeType) -> list[int]:
     except Exception:  # a code object dis cannot read: fuse nothing in it
         return []
     return [ins.offset for index, ins in enumerate(ops) if index + 1 < len(ops) and (
-        (_method_read(ins) and _quiet_until_call(ops, index + 1) is not None)
-        or (ins.opname == "LOAD_ATTR" and (_rewritten_callee(ops, index + 1) or _callee_on_stack(ops, index))))]
+        (_method_read(ins) and _callee_on_stack(ops, index, _METHOD_DEPTH, pushed=2))
+        or (ins.opname == "LOAD_ATTR" and not _method_read(ins)
+            and (_rewritten_callee(ops, index + 1) or _callee_on_stack(ops, index, _CALLEE_DEPTH))))]
 
 
 # Where a call finds its callable: how many stack items, counting it, lie at or above it when the call starts.
 _CALLEE_DEPTH = {"PRECALL": 1} if _VERSION < (3, 12) else {"CALL": 1} if _VERSION < (3, 13) \
     else {"CALL": 2, "CALL_KW": 3}  # 3.13: a NULL above the callable; CALL_KW: and the names' tuple
+# The same for a method-call read, which pushes two items (the method and its object, or a NULL and the function).
+_METHOD_DEPTH = {"PRECALL": 2} if _VERSION < (3, 12) else {"CALL": 2} if _VERSION < (3, 13) \
+    else {"CALL": 2, "CALL_KW": 3}
 _PUSHES_ONLY = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST", "LOAD_CONST", "LOAD_GLOBAL",
                           "LOAD_NAME", "LOAD_DEREF", "LOAD_CLOSURE", "PUSH_NULL"})
 # What runs no code of anyone's: names and constants loaded, tuples and lists of them built, the rewriter's
@@ -80,25 +86,27 @@ def _quiet_until_call(ops: list[dis.Instruction], start: int) -> int | None:
     return None
 
 
-def _callee_on_stack(ops: list[dis.Instruction], read: int) -> bool:
-    """``ops[read]`` (a plain attribute read) is the callable of the call that follows its quiet arguments.
+def _callee_on_stack(ops: list[dis.Instruction], read: int, depth: dict[str, int], pushed: int = 1) -> bool:
+    """``ops[read]`` (an attribute read that pushes ``pushed`` items) is the callable of the call that follows its
+    quiet arguments.
 
     Followed on the stack: the read is the callee when the first thing after it only pushes, nothing
     afterwards reaches down to it (a tuple or list built of it would bring the stack back down to it),
-    and the call starts with exactly its arguments above it.
+    and the first call starts with exactly its arguments above it.  A call among the arguments
+    (``m.g(h(x))``) is the first call, and its own callable lies above the read: not this read's call.
     """
     call = _quiet_until_call(ops, read + 1)
     if call is None:
         return False
-    height = 1  # the read's value and everything above it
+    height = pushed  # the read's items and everything above them
     for ins in ops[read + 1:call]:
-        if ins.opname == "STORE_FAST" or (height == 1 and ins.opname not in _PUSHES_ONLY):
+        if ins.opname == "STORE_FAST" or (height == pushed and ins.opname not in _PUSHES_ONLY):
             return False
         height += dis.stack_effect(ins.opcode, ins.arg if ins.opcode >= dis.HAVE_ARGUMENT else None)
-        if height < 2:
+        if height <= pushed:
             return False
     argc = ops[call].arg
-    return type(argc) is int and height == argc + _CALLEE_DEPTH[ops[call].opname]
+    return type(argc) is int and height == argc + depth[ops[call].opname]
 
 
 def _method_read(ins: dis.Instruction) -> bool:
