@@ -42,7 +42,10 @@ With ``--plain``, the same bench on a suite of 1,000 plain tests in 50 files (``
 generated suite: three calls into a small production package each; the head's line goes into
 ``src/calc/ops.py``); plain pytest runs the test folder once per side.
 
-    .venv/bin/python bench/suite.py [--plain]
+    .venv/bin/python bench/suite.py [--plain] [--repeat=N]
+
+``--repeat=N``: N alternating rounds (default 3), the best of each side kept: on a noisy machine more
+rounds make both minima steadier (both sides get the same number of tries).
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ from mergegate.demo import build
 
 PLAIN = "--plain" in sys.argv[1:]  # the 1,000 plain tests instead of natsort
 PROJECT, VERSION = ("calc", "1,000 plain tests") if PLAIN else ("natsort", "8.4.0")
-REPEAT = 3
+REPEAT = next((int(a.partition("=")[2]) for a in sys.argv[1:] if a.startswith("--repeat=")), 3)  # rounds, alternating
 CACHE = Path(os.environ.get("MERGEGATE_BENCH_CACHE", Path.home() / ".cache" / "mergegate-bench"))
 LEFT_OUT = {  # test files not adopted, and why
     "tests/test_main.py": "imports pytest_mock (not installed)",
