@@ -29,7 +29,7 @@ import pathlib
 import re
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from . import identity, mappings
 
@@ -86,7 +86,8 @@ def encode_call(args: Sequence[Any], kwargs: dict[str, Any] | None, other: Other
     goes named (``["=", name, value]``, ``identity.py``), so it can come back as itself.  All or nothing: a value
     that cannot be encoded takes back the names given before it."""
     given: list[int] = []
-    same, out, kw = SAME, list[Any](["l"]), list[Any](["d"])
+    same, out = SAME, [cast(Any, "l")]  # literals: a called ``list[Any]`` costs 2 us
+    kw: list[Any] = ["d"]
     try:
         pairs = [(out, None, v) for v in args] + [(kw, k, v) for k, v in (kwargs or {}).items()]
         for into, key, value in pairs:
@@ -271,6 +272,8 @@ def _text(value: Any) -> str:
 
 
 def _dec_dict(data: list[Any], resolve: Resolve, depth: int) -> dict[Any, Any]:
+    if len(data) == 1:  # a call's keyword arguments, most often: none
+        return {}
     items = _each(data, resolve, depth)
     if len(items) % 2:
         raise CodecError("malformed dict: odd number of items")
@@ -278,7 +281,6 @@ def _dec_dict(data: list[Any], resolve: Resolve, depth: int) -> dict[Any, Any]:
     if 2 * len(made) < len(items):  # keys merged here (the check only then: every dict comes this way)
         mappings.kept_apart(made, items[::2], CodecError)
     return made
-
 
 
 def _dec_int(data: list[Any], resolve: Resolve, depth: int) -> int:
