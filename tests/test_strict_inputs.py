@@ -160,7 +160,7 @@ def test_worktrees_of_killed_runs_are_swept(repo: Path) -> None:
     mine.rmdir()
 
 
-def test_worktrees_are_made_side_by_side_and_none_is_left_when_one_fails(repo: Path) -> None:
+def test_worktrees_are_made_and_none_is_left_when_one_fails(repo: Path) -> None:
     from mergegate.errors import GateError
 
     first = commit(repo, {"src/a.py": "A = 1\n"}, "a")
@@ -171,7 +171,7 @@ def test_worktrees_are_made_side_by_side_and_none_is_left_when_one_fails(repo: P
     assert len(git(repo, "worktree", "list").stdout.splitlines()) == 1
     assert not one.parent.exists()
     with pytest.raises(GateError), diffrun.worktrees([first, "0" * 40], repo):
-        pass  # the second add fails: the first tree, made beside it, is removed all the same
+        pass  # the second add fails: the first tree is removed all the same
     assert len(git(repo, "worktree", "list").stdout.splitlines()) == 1
     assert not list(Path(tempfile.gettempdir()).glob(f"gate-wt-{os.getpid()}-*"))
 

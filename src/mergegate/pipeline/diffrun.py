@@ -64,8 +64,12 @@ def worktrees(revs: Sequence[str], cwd: str | Path | None = None) -> Iterator[li
     made: list[Path] = []
     try:
         with interruptible():
-            made.extend(scratch / f"tree{i}" for i in range(len(revs)))
-            _add_all(made, revs, cwd)
+            # One after the other: ``git worktree add`` reads every worktree's admin folder, and one
+            # being made beside it is half written ("failed to read .git/worktrees/tree0/commondir").
+            for i, rev in enumerate(revs):
+                path = scratch / f"tree{i}"
+                made.append(path)
+                core.worktree_add(path, rev, cwd)
             yield made
     finally:
         # Ignore a second Ctrl-C while cleaning up: leaving worktrees behind is worse.
@@ -80,23 +84,6 @@ def worktrees(revs: Sequence[str], cwd: str | Path | None = None) -> Iterator[li
         finally:
             with contextlib.suppress(ValueError, TypeError):
                 signal.signal(signal.SIGINT, old)
-
-
-def _add_all(paths: Sequence[Path], revs: Sequence[str], cwd: str | Path | None) -> None:
-    """Check the trees out side by side: writing files is most of a checkout's time, and each tree has its own
-    index and admin folder (``tree0``, ``tree1``), so two ``git worktree add`` never contend."""
-    if len(paths) == 1:
-        core.worktree_add(paths[0], revs[0], cwd)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    pool = ThreadPoolExecutor(len(paths))
-    try:
-        done = [pool.submit(core.worktree_add, path, rev, cwd) for path, rev in zip(paths, revs, strict=True)]
-        for future in done:
-            future.result()  # the first failure
-    finally:
-        pool.shutdown(wait=True)  # also on Ctrl-C: the caller's cleanup must find every tree an add made
 
 
 _SCRATCH = re.compile(r"gate-wt-(\d+)-[^/]+")
