@@ -176,6 +176,23 @@ def test_worktrees_are_made_and_none_is_left_when_one_fails(repo: Path) -> None:
     assert not list(Path(tempfile.gettempdir()).glob(f"gate-wt-{os.getpid()}-*"))
 
 
+def test_worktrees_leave_out_the_catalog_folder_and_nothing_else(repo: Path) -> None:
+    files = {"oracles/catalog/a.yaml": "id: a\n", "oracles/catalog/sub/b.yaml": "id: b\n",
+             "oracles/catalog2/kept.yaml": "k\n", "oracles/catalog.yaml": "k\n",
+             "src/odd name \u00e9.py": "X = 1\n", "tests/test_x.py": "def test_x():\n    pass\n"}
+    rev = commit(repo, files, "a tree with a catalog")
+    os.symlink("src", repo / "link")
+    linked = commit(repo, {}, "a link")
+    with diffrun.worktrees([rev, linked], repo, omit=["oracles/catalog/"]) as (one, two):
+        made = {p.relative_to(one).as_posix() for p in one.rglob("*") if p.is_file() and ".git" not in p.parts}
+        assert not (one / "oracles/catalog").exists()
+        assert {k for k in files if not k.startswith("oracles/catalog/")} <= made
+        assert (one / "src/odd name \u00e9.py").read_text() == "X = 1\n"
+        assert (two / "link").is_symlink() and os.readlink(two / "link") == "src"
+    with diffrun.worktrees([rev], repo, omit=["."]) as (whole,):  # never the whole tree
+        assert (whole / "oracles/catalog/a.yaml").is_file()
+
+
 def test_lock_contention_is_another_gate_running(repo: Path) -> None:
     write(repo, {"oracles/properties/test_a.py": "def test_a():\n    pass\n"})
     git(repo, "add", "-A")

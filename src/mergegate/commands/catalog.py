@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     specs = only(specs, args.only)
     seeds = parse_seeds(args.seeds) if args.seeds else policy.verdict.seeds
     both = [_as(s, mode) for s in specs for mode in (SEALED, SHARED)]
-    with diffrun.worktrees([rev]) as (tree_dir,):
+    with diffrun.worktrees([rev], omit=[policy.paths.catalog]) as (tree_dir,):
         tree = tree_info(tree_dir, policy, "trusted")
         rows = run_tasks([(tree, spec, seed) for spec, seed in plan(both, seeds)], policy, args.jobs)
     results = [compare(s.prop.id, s.prop.isolation, rows) for s in specs]

@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             from mergegate.pipeline import coverage as change_coverage
 
             trace = sorted(change_coverage.changed_lines(core.must_resolve(args.coverage_base), rev, policy))
-        with diffrun.worktrees([rev]) as (tree_dir,):
+        with diffrun.worktrees([rev], omit=[policy.paths.catalog]) as (tree_dir,):
             rows = _run(tree_dir, pairs, policy, args.jobs, trace)
         rows = diffrun.bind(rowlib.with_reproduce(for_every_seed(rows, specs, seeds), rev=rev,
                                                   trusted=trusted_rev), rev)

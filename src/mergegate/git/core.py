@@ -164,10 +164,18 @@ def is_ancestor(ancestor: str, descendant: str, cwd: str | Path | None = None) -
     return proc.returncode == 0
 
 
-def worktree_add(path: str | Path, rev: str, cwd: str | Path | None = None) -> None:
-    """``git worktree add --detach`` of ``rev`` at ``path`` (no hooks, no checkout noise)."""
-    run(["-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet", "--force",
-         os.fspath(path), rev], cwd)
+def worktree_add(path: str | Path, rev: str, cwd: str | Path | None = None, omit: Sequence[str] = ()) -> None:
+    """``git worktree add --detach`` of ``rev`` at ``path`` (no hooks, no checkout noise).
+
+    ``omit``: folders (relative, literal) not written into the tree: the gate's own records, which
+    it reads from git, never from a tree (a catalog of 1,000 entries is 1,000 files to write).
+    """
+    hooks_off = ["-c", "core.hooksPath=/dev/null"]
+    skip = [f":(exclude,literal){d}" for d in (d.strip("/") for d in omit) if d and d != "."]
+    run([*hooks_off, "worktree", "add", "--detach", "--quiet", "--force",
+         *(["--no-checkout"] if skip else []), os.fspath(path), rev], cwd)
+    if skip:
+        run([*hooks_off, "checkout", "--quiet", "HEAD", "--", ".", *skip], path)
 
 
 def worktree_remove(path: str | Path, cwd: str | Path | None = None) -> None:

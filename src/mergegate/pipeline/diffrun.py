@@ -57,8 +57,11 @@ def interruptible() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def worktrees(revs: Sequence[str], cwd: str | Path | None = None) -> Iterator[list[Path]]:
-    """Detached worktrees of ``revs`` in a private temp dir; always removed and pruned."""
+def worktrees(revs: Sequence[str], cwd: str | Path | None = None, omit: Sequence[str] = ()) -> Iterator[list[Path]]:
+    """Detached worktrees of ``revs`` in a private temp dir; always removed and pruned.
+
+    ``omit``: folders not checked out (``core.worktree_add``).
+    """
     sweep_worktrees(cwd)
     scratch = Path(tempfile.mkdtemp(prefix=f"gate-wt-{os.getpid()}-"))
     made: list[Path] = []
@@ -69,7 +72,7 @@ def worktrees(revs: Sequence[str], cwd: str | Path | None = None) -> Iterator[li
             for i, rev in enumerate(revs):
                 path = scratch / f"tree{i}"
                 made.append(path)
-                core.worktree_add(path, rev, cwd)
+                core.worktree_add(path, rev, cwd, omit)
             yield made
     finally:
         # Ignore a second Ctrl-C while cleaning up: leaving worktrees behind is worse.
@@ -171,7 +174,7 @@ def run_pair(
     the head's runs record (``coverage``).
     """
     schedule = [*seeds, *fresh]
-    with worktrees([base, head], cwd) as (base_dir, head_dir):
+    with worktrees([base, head], cwd, omit=[policy.paths.catalog]) as (base_dir, head_dir):
         base_tree = tree_info(base_dir, policy, "base")
         head_tree = dataclasses.replace(tree_info(head_dir, policy, "head"), trace=tuple(trace))
         contract = make_contract(base, head, seeds, cat, base_tree, head_tree, cwd)
