@@ -70,11 +70,13 @@ def test_rows_record_isolation_and_containment(repo: Path, tmp_path: Path, bwrap
     gate(repo, "run", "--rev", "HEAD", "--seeds", "11", "--out", str(out), "--only", "prop.tax_round",
          "--only", "prop.order_total", check=0)
     rows = {r["prop"]: r for r in map(json.loads, out.read_text().splitlines())}
-    assert (rows["prop.tax_round"]["isolation"], rows["prop.tax_round"]["containment"]) == ("shared", "none")
+    # a shared run's process is production's: it lives in a sandbox of its own (runner/shared_box.py)
+    assert (rows["prop.tax_round"]["isolation"], rows["prop.tax_round"]["containment"]) == ("shared", "bwrap")
     assert (rows["prop.order_total"]["isolation"], rows["prop.order_total"]["containment"]) == ("sealed", "bwrap")
 
 
-def test_a_clean_agent_patch_that_sealed_entries_cover_is_admitted_beside_shared_entries(repo: Path) -> None:
+def test_a_clean_agent_patch_that_sealed_entries_cover_is_admitted_beside_shared_entries(repo: Path,
+                                                                                     bwrap_works: bool) -> None:
     """Two entries run shared (prop.tax_round, prop.cart); the patch touches orders.py, which the sealed
     prop.order_total covers and passes: the shared passes are not needed, so the admit stands."""
     base = git(repo, "rev-parse", "HEAD").stdout.strip()
@@ -83,7 +85,7 @@ def test_a_clean_agent_patch_that_sealed_entries_cover_is_admitted_beside_shared
     try:
         code, data = check(repo, base, head)
         assert (code, data["decision"], data["reason"]) == (0, "admit", "all_pass"), data
-        assert data["runs"]["prop.tax_round"]["head"] == ["shared/none"]
+        assert data["runs"]["prop.tax_round"]["head"] == ["shared/bwrap"]  # its own sandbox (shared_box.py)
         assert (data["shared"], data["uncovered"]) == (["prop.cart", "prop.tax_round"], [])
         text = gate(repo, "check", "--base", base, "--head", head).stdout
         assert "Shared entries (a fail counts, a pass is no evidence): prop.cart, prop.tax_round" in text
@@ -210,3 +212,88 @@ def test_shared_entries_only_reject(entries: list[tuple[str, bool, bool, tuple[s
     got = sealed_evidence.uncovered(["src/c.py", "src/a.py"] if not entries[0][3] else ["src/a.py"],
                                     [sealed_evidence.Evidence(*e) for e in entries])
     assert got == gaps
+
+
+# A patch's module, imported by a shared property: in the property's own process, it tries every way
+# out that process had when it was a child of the trusted evaluator's zygote, as the gate's user.
+ESCAPE = """\
+import os
+import sys
+from pathlib import Path
+
+TRIED = []
+
+
+def _try(what, action):
+    try:
+        action()
+        TRIED.append(what)
+    except Exception:
+        pass
+
+
+def _trusted_oracle():  # the trusted tree later sealed runs collect: on sys.path in a shared run
+    for entry in sys.path:
+        for path in Path(entry).glob("**/test_*.py"):
+            if "trusted" in str(path):
+                path.chmod(0o644)
+                with open(path, "a") as f:
+                    f.write("\\n# rewritten by production\\n")
+                return
+    raise LookupError
+
+
+def _scratch():  # the check's scratch folder: the sealed runs' shared bytecode lives there
+    for entry in sys.path:
+        if "trusted" in entry:
+            top = Path(entry)
+            while top.parent != top and not top.name.startswith("gate-run-"):
+                top = top.parent
+            (top / "pyc-trusted" / "planted.pyc").write_bytes(b"x")
+            return
+    raise LookupError
+
+
+_try("wrote a host folder", lambda: Path(HOST, "escaped").write_text("x"))
+_try("rewrote the trusted oracle", _trusted_oracle)
+_try("planted bytecode", _scratch)
+_try("wrote the repository's git config", lambda: open(Path(REPO, ".git", "config"), "a").close())
+_try("read the gate's environment", lambda: os.environ["GATE_TEST_SECRET"])
+_try("wrote the gate's code", lambda: Path(sys.modules["mergegate"].__file__).with_name("escaped.py").write_text(""))
+"""
+
+
+def test_a_shared_run_cannot_reach_outside_its_own_sandbox(tmp_path: Path, bwrap_works: bool) -> None:
+    """A shared property's process runs production; it may forge its own row, nothing else."""
+    path = init_repo(tmp_path / "repo")
+    host = tmp_path / "host"
+    host.mkdir(mode=0o777)
+    host.chmod(0o777)
+    files: dict[str, str | bytes | None] = dict(project_files())
+    files["src/shop/escape.py"] = "TRIED = []\n"
+    files["oracles/properties/test_escape.py"] = "from shop import escape\n\n\ndef test_stays_inside():\n" \
+                                                 "    assert escape.TRIED == []\n"
+    files["oracles/catalog/prop.escape.yaml"] = catalog_entry(
+        "prop.escape", "test_stays_inside", isolation="shared", file="oracles/properties/test_escape.py",
+        covers=["src/shop/escape.py"])
+    files["oracles/catalog/claimed.yaml"] = "claimed: [prop.order_total, prop.tax_round, prop.bulk_discount]\n"
+    sign_and_commit(path, files, "the shop")
+    base = git(path, "rev-parse", "HEAD").stdout.strip()
+    config = (path / ".git/config").read_bytes()
+    module = f"HOST = {str(host)!r}\nREPO = {str(path)!r}\n" + ESCAPE
+    head = commit(path, {"src/shop/escape.py": module}, "escape", env=AGENT)
+    import mergegate
+
+    planted = Path(mergegate.__file__).with_name("escaped.py")
+    try:
+        proc = gate(path, "check", "--base", base, "--head", head, "--json", env={"GATE_TEST_SECRET": "token"})
+    finally:
+        wrote_gate = planted.exists()
+        planted.unlink(missing_ok=True)  # never left in the gate's own source, even when this test fails
+    assert not wrote_gate
+    data = json.loads(proc.stdout)
+    verdicts = {p["prop"]: (p["verdict"], p["reason"]) for p in data["properties"]}
+    assert verdicts["prop.escape"] == ("pass", "both_pass"), (verdicts, proc.stderr)
+    assert (proc.returncode, data["decision"], data["reason"]) == (1, "review", "shared_only")
+    assert not (host / "escaped").exists()
+    assert (path / ".git/config").read_bytes() == config

@@ -58,3 +58,51 @@ def test_prestarted_zygotes_serve_the_pool_and_the_unused_ones_stop(tmp_path: Pa
         time.sleep(0.05)
     assert not any(_alive(pid) for pid in started), started
     assert pool._warm == []
+
+
+# A shared run's zygote is production's (runner/shared_box.py): these stand in for one that lies.
+LIAR = """\
+import json, subprocess, sys, time
+victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+open(sys.argv[1], "w").write(str(victim.pid))
+sys.stdin.readline()
+print(json.dumps({"pid": victim.pid}), flush=True)  # "my child is that process": never signalled
+print(json.dumps({"id": 99, "status": "pass"}), flush=True)  # another job's outcome: not taken
+time.sleep(60)  # and then it stops answering
+"""
+
+
+def test_a_shared_zygote_that_stops_answering_is_killed_and_its_word_is_taken_for_its_own_jobs_only(
+        tmp_path: Path) -> None:
+    import sys
+
+    from mergegate.errors import InternalError
+
+    marker = tmp_path / "victim"
+    liar = pool.Pool(1, 1.0, tmp_path, command=[sys.executable, "-c", LIAR, str(marker)], env=dict(os.environ),
+                     deadline=1.0)
+    got: list[dict[str, object]] = []
+    started = time.monotonic()
+    with pytest.raises(InternalError, match="stopped answering"):  # though a process it left holds the pipe
+        liar.submit_group([{"id": 1}], each=got.append)
+    assert time.monotonic() - started < 10
+    assert got == []  # job 99 was not its job
+    victim = int(marker.read_text())
+    try:
+        assert _alive(victim)  # a pid the zygote names is never signalled from here
+    finally:
+        os.kill(victim, 9)
+    liar.close()
+
+
+def test_a_shared_zygote_has_a_ceiling_on_a_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from mergegate.errors import InternalError
+
+    monkeypatch.setattr(pool, "LINE_MAX", 1000)
+    flood = "import sys; sys.stdin.readline(); sys.stdout.write('x' * 5000); sys.stdout.flush()"
+    liar = pool.Pool(1, 1.0, tmp_path, command=[sys.executable, "-c", flood], env=dict(os.environ), deadline=5.0)
+    with pytest.raises(InternalError, match="longer than 1000 bytes"):
+        liar.submit_group([{"id": 1}])
+    liar.close()

@@ -9,11 +9,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +25,7 @@ from typing import Any
 from mergegate.errors import InternalError
 
 WORKER = Path(__file__).resolve().parent / "trusted" / "evaluator.py"
+LINE_MAX = 64 << 20  # one outcome line, at most (its logs are capped far below)
 
 
 @dataclass
@@ -30,9 +33,38 @@ class _Zygote:
     proc: subprocess.Popen[bytes]
     slot: int = 0  # its core, when pinned (``pin``)
     child: int | None = None
+    lines: _Lines | None = None  # how its outcomes are read when it is production's (``Pool.deadline``)
 
 
-def _site_dirs() -> list[str]:
+class _Lines:
+    """Lines from a zygote that is production's: each within a deadline, none longer than LINE_MAX.
+
+    Read from the pipe itself (``select``, ``os.read``): a process it left holding the pipe open
+    cannot keep a read waiting past the deadline.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buf = fd, bytearray()
+
+    def readline(self, until: float) -> bytes:
+        start = 0
+        while (end := self.buf.find(b"\n", start)) < 0:
+            start = len(self.buf)
+            if start > LINE_MAX:
+                raise InternalError(f"the runner's worker process wrote a line longer than {LINE_MAX} bytes")
+            left = until - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                raise InternalError("the runner's worker process for shared runs stopped answering (killed)")
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                return b""
+            self.buf += chunk
+        line = bytes(self.buf[:end + 1])
+        del self.buf[:end + 1]
+        return line
+
+
+def site_dirs() -> list[str]:
     import importlib.util
 
     dirs = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
@@ -97,13 +129,14 @@ def pin(pid: int, number: int, size: int) -> None:
 
 def worker_cmd() -> list[str]:
     """``-s -S -P``: no user site, no site module (.pth, sitecustomize), no script dir."""
-    return [sys.executable, "-s", "-S", "-P", str(WORKER), *_site_dirs()]
+    return [sys.executable, "-s", "-S", "-P", str(WORKER), *site_dirs()]
 
 
-def _start(log_path: Path, cwd: Path) -> subprocess.Popen[bytes]:
+def _start(log_path: Path, cwd: Path, command: list[str] | None = None,
+           env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     with open(log_path, "wb") as log:
-        return subprocess.Popen(worker_cmd(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                env=child_env(), cwd=cwd, start_new_session=True)
+        return subprocess.Popen(command or worker_cmd(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                env=child_env() if env is None else env, cwd=cwd, start_new_session=True)
 
 
 _warm: list[subprocess.Popen[bytes]] = []  # zygotes started ahead of their pool (``prestarted``)
@@ -146,11 +179,20 @@ def prestarted(count: int) -> Iterator[None]:
 
 @dataclass
 class Pool:
-    """A fixed set of zygotes fed by one thread each; close() kills every child."""
+    """A fixed set of zygotes fed by one thread each; close() kills every child.
+
+    ``command``/``env``: how its zygotes start, when not the trusted evaluator's own way (a shared
+    run's sandbox, ``runner/shared_box.py``). Such a zygote is production's: it is never pinned or
+    prestarted, the process ids it reports are its sandbox's (never signalled from here), and an
+    line that takes longer than ``deadline`` seconds a job (its timeout and the collection) ends it.
+    """
 
     size: int
     timeout: float
     scratch: Path
+    command: list[str] | None = None
+    env: dict[str, str] | None = None
+    deadline: float | None = None
     _idle: Queue[_Zygote] = field(default_factory=Queue)
     _all: list[_Zygote] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -164,13 +206,22 @@ class Pool:
         self.close()
 
     def _spawn(self) -> _Zygote:
-        proc = _adopt() or _start(self.scratch / f"zygote-{len(self._all)}.log", self.scratch)
+        log = self.scratch / f"zygote-{self.label}{len(self._all)}.log"
+        if self.command is None:
+            proc = _adopt() or _start(log, self.scratch)
+        else:
+            proc = _start(log, self.scratch, self.command, self.env)
         with self._lock:
             taken = {z.slot for z in self._all}
             zyg = _Zygote(proc, slot=min(set(range(len(taken) + 1)) - taken))  # a replacement takes the dead one's core
             self._all.append(zyg)
-        pin(proc.pid, zyg.slot, self.size)
+        if self.command is None:
+            pin(proc.pid, zyg.slot, self.size)
         return zyg
+
+    @property
+    def label(self) -> str:
+        return "" if self.command is None else "shared-"
 
     def _borrow(self) -> _Zygote:
         with self._lock:
@@ -208,16 +259,20 @@ class Pool:
         request = jobs[0] if single else {"group": jobs}
         pending = {job["id"] for job in jobs}
         out: dict[Any, dict[str, Any]] = {}
+        if self.deadline is not None and zyg.lines is None:  # production's zygote (a shared run's sandbox)
+            zyg.lines = _Lines(zyg.proc.stdout.fileno())
+        until = time.monotonic() + (self.deadline or 0.0) * len(jobs)
         try:
             zyg.proc.stdin.write(json.dumps(request).encode() + b"\n")
             zyg.proc.stdin.flush()
             while pending:
-                line = zyg.proc.stdout.readline()
-                if not line:
+                line = zyg.proc.stdout.readline() if zyg.lines is None else zyg.lines.readline(until)
+                if not line.endswith(b"\n"):
                     raise InternalError("the runner's worker process died")
                 msg = json.loads(line)
                 if "pid" in msg and "status" not in msg:
-                    zyg.child = int(msg["pid"])
+                    if self.command is None:  # a sandbox's process ids are its own
+                        zyg.child = int(msg["pid"])
                     continue
                 if msg.get("id") in pending:
                     pending.discard(msg["id"])

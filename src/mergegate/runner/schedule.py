@@ -23,6 +23,7 @@ from mergegate.errors import InternalError, UsageError
 from mergegate.records import catalog
 from mergegate.records.policy import Policy
 from mergegate.runner import rows as rowlib
+from mergegate.runner import shared_box
 from mergegate.runner import specs as speclib
 from mergegate.runner.pool import Pool
 from mergegate.runner.subject import bytecode, sandbox
@@ -108,8 +109,18 @@ def import_root(root: Path, oracle_file: str, files: Sequence[str] | frozenset[s
 # ---------------------------------------------------------------- running
 
 
+def _containment(policy: Policy) -> str:
+    """bwrap or none, per ``runner.containment``; said once when it falls back to none."""
+    containment = sandbox.choose(policy.runner.containment)
+    if containment == sandbox.NONE and policy.runner.containment != sandbox.NONE:
+        print(f"gate: warning: {sandbox.probe()[2]}; production runs as a plain process group "
+              "(rows say containment: none); fix: apt-get install bubblewrap", file=sys.stderr)
+    return containment
+
+
 @contextmanager
-def _subjects(tasks: Sequence[Task], policy: Policy, scratch: Path) -> Iterator[dict[Path, sandbox.Subject]]:
+def _subjects(tasks: Sequence[Task], policy: Policy, scratch: Path,
+              containment: str) -> Iterator[dict[Path, sandbox.Subject]]:
     """One subject per tree that has a sealed task; all stopped on the way out."""
     trees: dict[Path, Tree] = {}
     sources: dict[bytes, None] = {}  # each trusted file once, however many tasks share its revision
@@ -125,10 +136,6 @@ def _subjects(tasks: Sequence[Task], policy: Policy, scratch: Path) -> Iterator[
     out: dict[Path, sandbox.Subject] = {}
     with ExitStack() as stack:
         if trees:
-            containment = sandbox.choose(policy.runner.containment)
-            if containment == sandbox.NONE and policy.runner.containment != sandbox.NONE:
-                print(f"gate: warning: {sandbox.probe()[2]}; production runs as a plain process group "
-                      "(rows say containment: none); fix: apt-get install bubblewrap", file=sys.stderr)
             preload = tuple(speclib.production_imports(sources, frozenset(names)))
             limits = sandbox.Limits(memory_bytes=policy.runner.memory_mb << 20,
                                     max_processes=policy.runner.max_processes,
@@ -169,8 +176,10 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
             if spec.trusted.rev not in trusted_roots:
                 trusted_roots[spec.trusted.rev] = materialize(spec.trusted, scratch / f"trusted{len(trusted_roots)}")
         closures = _closures(tasks)
-        with _subjects(tasks, policy, scratch) as subjects:
+        containment = _containment(policy)
+        with _subjects(tasks, policy, scratch, containment) as subjects, ExitStack() as stack:
             pool = Pool(size, policy.runner.timeout_s, scratch)
+            shared = _shared_pools(tasks, policy, scratch, trusted_roots, containment, stack)
             ex = ThreadPoolExecutor(size)
             rows: list[rowlib.Row | None] = [None] * len(tasks)
 
@@ -182,7 +191,8 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
                     if subject is not None and spec.prop.isolation == rowlib.SEALED:
                         subject.ensure_running()
                     jobs.append(_job(index, tree, spec, seed, policy, scratch, trusted_roots[spec.trusted.rev],
-                                     subject))
+                                     subject, shared.get(tree.root) if spec.prop.isolation != rowlib.SEALED else None))
+                runner = shared[tasks[unit[0]][0].root] if jobs[0]["isolation"] != rowlib.SEALED else pool
                 by_id = {job["id"]: job for job in jobs}
                 again: list[int] = []
                 several = len(group.files(jobs)) > 1  # only a unit of several files is ever run again
@@ -192,14 +202,14 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
                     if out.get("status") == group.REQUEUE and several:
                         again.append(index)  # its file is run again as a unit of its own (group.REQUEUE)
                         return
-                    rows[index] = _row(tasks[index], by_id[index], out, policy, scratch, subjects, closures)
+                    rows[index] = _row(tasks[index], by_id[index], out, policy, subjects, closures, containment)
                     if progress is not None:
                         progress(tasks[index], rows[index])
 
                 try:
-                    pool.submit_group(jobs, single=len(jobs) == 1, each=done)
+                    runner.submit_group(jobs, single=len(jobs) == 1, each=done)
                 except InternalError as exc:
-                    if pool.closed:
+                    if runner.closed:
                         raise
                     # The zygote died under these jobs (e.g. the OOM killer): a crash, a fail; a fresh one serves on.
                     for job in jobs:
@@ -217,6 +227,8 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
                 # Kill the zygotes first (an interrupt must not wait for running properties),
                 # then let the feeding threads finish against the closed pool.
                 pool.close()
+                for box in shared.values():
+                    box.close()
                 ex.shutdown(wait=True, cancel_futures=True)
 
 
@@ -275,18 +287,31 @@ def _cost(task: Task) -> int:
     return GROUP_PLAIN if task[1].seeds_apply else 1
 
 
-def _row(task: Task, job: dict[str, Any], out: dict[str, Any], policy: Policy, scratch: Path,
-         subjects: dict[Path, sandbox.Subject], closures: dict[tuple[Path, str], str]) -> rowlib.Row:
+def _row(task: Task, job: dict[str, Any], out: dict[str, Any], policy: Policy,
+         subjects: dict[Path, sandbox.Subject], closures: dict[tuple[Path, str], str], containment: str) -> rowlib.Row:
     tree, spec, seed = task
     subject = subjects.get(tree.root)
     if subject is not None and out.get("witness") == "Crash:subject":
         subject.settle()  # the next run must not meet a fork server that is still dying
-    _explain_crash(out, scratch / f"stderr-{job['id']}.log", subject)
+    _explain_crash(out, Path(job["stderr"]), subject)
     return rowlib.make_row(
         spec.prop, seed, out, policy, spec_hash=spec.spec_hash, closure=closures[(tree.root, spec.prop.id)],
         fixture_digest=tree.fixture_digest, roots=[str(tree.root), job["trusted_root"]],
         isolation=job["isolation"],
-        containment=subject.containment if subject and job["isolation"] == rowlib.SEALED else sandbox.NONE)
+        containment=subject.containment if subject and job["isolation"] == rowlib.SEALED else
+        containment if job["isolation"] != rowlib.SEALED else sandbox.NONE)
+
+
+def _shared_pools(tasks: Sequence[Task], policy: Policy, scratch: Path, trusted_roots: dict[str, Path],
+                  containment: str, stack: ExitStack) -> dict[Path, Pool]:
+    """A sandboxed zygote per tree with shared runs (``shared_box``), closed on the way out."""
+    trees = {tree.root: tree for tree, spec, _seed in tasks if spec.prop.isolation != rowlib.SEALED}
+    out: dict[Path, Pool] = {}
+    for i, (root, tree) in enumerate(trees.items()):
+        out[root] = shared_box.make_pool(tree, tree.label or f"tree{i}", scratch, list(trusted_roots.values()),
+                                         containment, policy.runner.timeout_s)
+        stack.callback(out[root].close)
+    return out
 
 
 def _explain_crash(out: dict[str, Any], stderr: Path, subject: sandbox.Subject | None) -> None:
@@ -316,7 +341,7 @@ def _closures(tasks: Sequence[Task]) -> dict[tuple[Path, str], str]:
 
 
 def _job(index: int, tree: Tree, spec: speclib.Spec, seed: int, policy: Policy, scratch: Path,
-         trusted_root: Path, subject: sandbox.Subject | None) -> dict[str, Any]:
+         trusted_root: Path, subject: sandbox.Subject | None, box: Pool | None = None) -> dict[str, Any]:
     oracle_root = import_root(trusted_root, spec.prop.oracle_file, frozenset(spec.trusted.files))
     sealed = spec.prop.isolation == rowlib.SEALED
     job: dict[str, Any] = {
@@ -338,4 +363,7 @@ def _job(index: int, tree: Tree, spec: speclib.Spec, seed: int, policy: Policy, 
             job["trusted_pycache"] = str(scratch / "pyc-trusted")
     else:
         job.update(tree=str(tree.root), prod_roots=list(tree.prod_roots))
+        if box is not None:  # what the shared run writes: its sandbox's own folder, nothing else
+            job.update(pycache=str(box.scratch / "pycache"), home=str(box.scratch / "home"),
+                       stderr=str(box.scratch / f"stderr-{index}.log"))
     return job

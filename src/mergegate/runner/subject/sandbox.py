@@ -76,8 +76,13 @@ def site_dirs() -> list[str]:
 
 
 def bwrap_argv(spec: SubjectSpec, command: Sequence[str], *, bwrap: str = BWRAP, disable_userns: bool = True,
-               python: Sequence[str] = ()) -> list[str]:
-    """The bubblewrap command line for one subject (pure: paths in, argv out)."""
+               python: Sequence[str] = (), writable: Sequence[str] = (), env: Mapping[str, str] | None = None,
+               ) -> list[str]:
+    """The bubblewrap command line for one subject (pure: paths in, argv out).
+
+    ``python``: folders bound read-only at their own paths; ``writable``: folders bound read-write (a
+    shared run's own scratch, ``runner/shared_box.py``); ``env``: set inside, after the defaults.
+    """
     argv = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL"]
     if disable_userns:
@@ -98,10 +103,14 @@ def bwrap_argv(spec: SubjectSpec, command: Sequence[str], *, bwrap: str = BWRAP,
     argv += ["--ro-bind", spec.tree, spec.tree]
     for mask in spec.masks:
         argv += ["--tmpfs", mask] if os.path.isdir(mask) else ["--ro-bind", "/dev/null", mask]
+    for d in writable:
+        argv += ["--bind", d, d]
     argv += ["--chdir", spec.tree, "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
              "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8",
-             "--setenv", "PYTHONHASHSEED", "0", "--"]
-    return argv + list(command)
+             "--setenv", "PYTHONHASHSEED", "0"]
+    for key, value in (env or {}).items():
+        argv += ["--setenv", key, value]
+    return [*argv, "--", *command]
 
 
 @functools.cache
