@@ -179,7 +179,7 @@ def run_tasks(tasks: Sequence[Task], policy: Policy, jobs: int | None = None,
         containment = _containment(policy)
         with _subjects(tasks, policy, scratch, containment) as subjects, ExitStack() as stack:
             pool = Pool(size, policy.runner.timeout_s, scratch)
-            shared = _shared_pools(tasks, policy, scratch, trusted_roots, containment, stack)
+            shared = _shared_pools(tasks, policy, scratch, trusted_roots, containment, stack, size)
             ex = ThreadPoolExecutor(size)
             rows: list[rowlib.Row | None] = [None] * len(tasks)
 
@@ -303,13 +303,13 @@ def _row(task: Task, job: dict[str, Any], out: dict[str, Any], policy: Policy,
 
 
 def _shared_pools(tasks: Sequence[Task], policy: Policy, scratch: Path, trusted_roots: dict[str, Path],
-                  containment: str, stack: ExitStack) -> dict[Path, Pool]:
+                  containment: str, stack: ExitStack, size: int) -> dict[Path, Pool]:
     """A sandboxed zygote per tree with shared runs (``shared_box``), closed on the way out."""
     trees = {tree.root: tree for tree, spec, _seed in tasks if spec.prop.isolation != rowlib.SEALED}
     out: dict[Path, Pool] = {}
     for i, (root, tree) in enumerate(trees.items()):
         out[root] = shared_box.make_pool(tree, tree.label or f"tree{i}", scratch, list(trusted_roots.values()),
-                                         containment, policy.runner.timeout_s)
+                                         containment, policy.runner.timeout_s, size)
         stack.callback(out[root].close)
     return out
 

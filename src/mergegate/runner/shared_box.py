@@ -7,9 +7,9 @@ later sealed runs read (the trusted oracle tree, their shared bytecode), the gat
 the repository's configuration, read the gate's environment (a CI token), and signal or write to
 the processes that report every other row: "a shared entry may only reject" would rest on nothing.
 
-So shared runs get zygotes of their own, one per tree under test, started like that tree's subject:
-inside bubblewrap (``subject/sandbox.py``: own user, PID, network, IPC and mount namespaces, uid
-65534, no capabilities), seeing the interpreter, the gate's code, the trusted oracle trees and the
+So shared runs get zygotes of their own, per tree under test (as many as the trusted pool has), each
+started like that tree's subject, inside bubblewrap (``subject/sandbox.py``: own user, PID, network,
+IPC and mount namespaces, uid 65534, no capabilities), seeing the interpreter, the gate's code, the trusted oracle trees and the
 tree read-only, writing only a folder of their own, with a clean environment; a zygote's outcomes
 are accepted for its own jobs only, and one that stops answering is killed (``Pool.deadline``).
 The base's shared runs and the head's never share a sandbox: a head cannot forge the base's rows.
@@ -37,14 +37,16 @@ def folder(scratch: Path, label: str) -> Path:
 
 
 def make_pool(tree: Tree, label: str, scratch: Path, reads: Sequence[Path], containment: str,
-              timeout: float) -> poollib.Pool:
-    """A pool of one zygote for ``tree``'s shared runs (``containment``: bwrap or none)."""
+              timeout: float, size: int) -> poollib.Pool:
+    """A pool of up to ``size`` zygotes (each a sandbox) for ``tree``'s shared runs (``containment``: bwrap or none).
+
+    As many as the trusted pool has: ``gate catalog import`` tries every entry shared too."""
     own = folder(scratch, label)
     for sub in ("pycache", "home"):
         (own / sub).mkdir(parents=True, exist_ok=True)
     env = {"HYPOTHESIS_NO_PLUGINS": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     if containment != sandbox.BUBBLEWRAP:
-        return poollib.Pool(1, timeout, own, command=poollib.worker_cmd(), env={**poollib.child_env(), **env},
+        return poollib.Pool(size, timeout, own, command=poollib.worker_cmd(), env={**poollib.child_env(), **env},
                             deadline=timeout + COLLECT_S)
     _works, disable, _why = sandbox.probe()
     command = poollib.worker_cmd()
@@ -53,4 +55,4 @@ def make_pool(tree: Tree, label: str, scratch: Path, reads: Sequence[Path], cont
     argv = sandbox.bwrap_argv(spec, command, bwrap=shutil.which(sandbox.BWRAP) or sandbox.BWRAP,
                               disable_userns=disable, python=list(dict.fromkeys(binds)), writable=[str(own)],
                               env=env)
-    return poollib.Pool(1, timeout, own, command=argv, env={}, deadline=timeout + COLLECT_S)
+    return poollib.Pool(size, timeout, own, command=argv, env={}, deadline=timeout + COLLECT_S)
