@@ -106,3 +106,17 @@ def test_a_shared_zygote_has_a_ceiling_on_a_line(tmp_path: Path, monkeypatch: py
     with pytest.raises(InternalError, match="longer than 1000 bytes"):
         liar.submit_group([{"id": 1}])
     liar.close()
+
+
+def test_a_shared_zygote_that_stops_reading_its_jobs_is_not_waited_for(tmp_path: Path) -> None:
+    import sys
+
+    from mergegate.errors import InternalError
+
+    deaf = pool.Pool(1, 1.0, tmp_path, command=[sys.executable, "-c", "import time; time.sleep(60)"],
+                     env=dict(os.environ), deadline=1.0)
+    started = time.monotonic()
+    with pytest.raises(InternalError, match="stopped reading"):  # a job larger than the pipe holds
+        deaf.submit_group([{"id": 1, "source": "x" * (1 << 20)}])
+    assert time.monotonic() - started < 10
+    deaf.close()

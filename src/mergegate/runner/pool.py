@@ -64,6 +64,16 @@ class _Lines:
         return line
 
 
+def _send_within(fd: int, data: bytes, until: float) -> None:
+    """Write ``data`` to a zygote that is production's: one that stops reading is not waited for past ``until``."""
+    view = memoryview(data)
+    while view:
+        left = until - time.monotonic()
+        if left <= 0 or not select.select([], [fd], [], left)[1]:
+            raise InternalError("the runner's worker process for shared runs stopped reading its jobs (killed)")
+        view = view[os.write(fd, view[:select.PIPE_BUF]):]
+
+
 def site_dirs() -> list[str]:
     import importlib.util
 
@@ -184,7 +194,7 @@ class Pool:
     ``command``/``env``: how its zygotes start, when not the trusted evaluator's own way (a shared
     run's sandbox, ``runner/shared_box.py``). Such a zygote is production's: it is never pinned or
     prestarted, the process ids it reports are its sandbox's (never signalled from here), and an
-    line that takes longer than ``deadline`` seconds a job (its timeout and the collection) ends it.
+    exchange that outlasts ``deadline`` seconds a job (its timeout and the collection) ends it.
     """
 
     size: int
@@ -263,8 +273,11 @@ class Pool:
             zyg.lines = _Lines(zyg.proc.stdout.fileno())
         until = time.monotonic() + (self.deadline or 0.0) * len(jobs)
         try:
-            zyg.proc.stdin.write(json.dumps(request).encode() + b"\n")
-            zyg.proc.stdin.flush()
+            if zyg.lines is None:
+                zyg.proc.stdin.write(json.dumps(request).encode() + b"\n")
+                zyg.proc.stdin.flush()
+            else:
+                _send_within(zyg.proc.stdin.fileno(), json.dumps(request).encode() + b"\n", until)
             while pending:
                 line = zyg.proc.stdout.readline() if zyg.lines is None else zyg.lines.readline(until)
                 if not line.endswith(b"\n"):

@@ -9,9 +9,10 @@ the processes that report every other row: "a shared entry may only reject" woul
 
 So shared runs get zygotes of their own, per tree under test (as many as the trusted pool has), each
 started like that tree's subject, inside bubblewrap (``subject/sandbox.py``: own user, PID, network,
-IPC and mount namespaces, uid 65534, no capabilities), seeing the interpreter, the gate's code, the trusted oracle trees and the
-tree read-only, writing only a folder of their own, with a clean environment; a zygote's outcomes
-are accepted for its own jobs only, and one that stops answering is killed (``Pool.deadline``).
+IPC and mount namespaces, uid 65534, no capabilities), seeing the interpreter, the gate's code,
+the trusted oracle trees and the tree read-only, writing only a folder of their own, with a clean
+environment; a zygote's outcomes are accepted for its own jobs only, and one that stops reading or
+answering is killed (``Pool.deadline``).
 The base's shared runs and the head's never share a sandbox: a head cannot forge the base's rows.
 What a shared run can still forge is its own row: a fail counts (it rejects the patch that forged
 it), a pass is no evidence (``rules/sealed_evidence.py``). Without bubblewrap (``containment:
