@@ -298,8 +298,8 @@ def _row(task: Task, job: dict[str, Any], out: dict[str, Any], policy: Policy,
         spec.prop, seed, out, policy, spec_hash=spec.spec_hash, closure=closures[(tree.root, spec.prop.id)],
         fixture_digest=tree.fixture_digest, roots=[str(tree.root), job["trusted_root"]],
         isolation=job["isolation"],
-        containment=subject.containment if subject and job["isolation"] == rowlib.SEALED else
-        containment if job["isolation"] != rowlib.SEALED else sandbox.NONE)
+        containment=containment if job["isolation"] != rowlib.SEALED else  # a shared run: its own sandbox
+        subject.containment if subject else sandbox.NONE)
 
 
 def _shared_pools(tasks: Sequence[Task], policy: Policy, scratch: Path, trusted_roots: dict[str, Path],

@@ -21,7 +21,6 @@ none``) the zygotes are still separate processes, and the rows say ``none``.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -49,11 +48,6 @@ def make_pool(tree: Tree, label: str, scratch: Path, reads: Sequence[Path], cont
     if containment != sandbox.BUBBLEWRAP:
         return poollib.Pool(size, timeout, own, command=poollib.worker_cmd(), env={**poollib.child_env(), **env},
                             deadline=timeout + COLLECT_S)
-    _works, disable, _why = sandbox.probe()
-    command = poollib.worker_cmd()
-    spec = sandbox.SubjectSpec(str(tree.root), tree.prod_roots)
-    binds = [*sandbox.python_dirs(), *poollib.site_dirs(), *(str(p) for p in reads)]
-    argv = sandbox.bwrap_argv(spec, command, bwrap=shutil.which(sandbox.BWRAP) or sandbox.BWRAP,
-                              disable_userns=disable, python=list(dict.fromkeys(binds)), writable=[str(own)],
-                              env=env)
+    argv = sandbox.contained(sandbox.SubjectSpec(str(tree.root), tree.prod_roots), poollib.worker_cmd(),
+                             [*poollib.site_dirs(), *(str(p) for p in reads)], writable=[str(own)], env=env)
     return poollib.Pool(size, timeout, own, command=argv, env={}, deadline=timeout + COLLECT_S)

@@ -22,6 +22,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mergegate.errors import UsageError
 from mergegate.runner.subject import cgroups
@@ -111,6 +112,14 @@ def bwrap_argv(spec: SubjectSpec, command: Sequence[str], *, bwrap: str = BWRAP,
     for key, value in (env or {}).items():
         argv += ["--setenv", key, value]
     return [*argv, "--", *command]
+
+
+def contained(spec: SubjectSpec, command: Sequence[str], extra_reads: Sequence[str] = (), **kw: Any) -> list[str]:
+    """``command`` inside bubblewrap as this machine runs it (``probe``): the interpreter's folders and
+    ``extra_reads`` read-only, ``kw`` as ``bwrap_argv`` takes them."""
+    _works, disable, _why = probe()
+    reads = list(dict.fromkeys([*python_dirs(), *extra_reads]))
+    return bwrap_argv(spec, command, bwrap=shutil.which(BWRAP) or BWRAP, disable_userns=disable, python=reads, **kw)
 
 
 @functools.cache
@@ -218,11 +227,8 @@ class Subject:
     def _start(self) -> subprocess.Popen[bytes]:
         fd = self._listener.fileno()
         if self.containment == BUBBLEWRAP:
-            _works, disable, _why = probe()
-            command = [sys.executable, "-s", "-S", "-P", "/run/gate/subject/server.py",
-                       self._config("/run/gate/protocol")]
-            argv = bwrap_argv(self.spec, command, bwrap=shutil.which(BWRAP) or BWRAP, disable_userns=disable,
-                              python=python_dirs())
+            argv = contained(self.spec, [sys.executable, "-s", "-S", "-P", "/run/gate/subject/server.py",
+                                         self._config("/run/gate/protocol")])
             env = None
         else:
             argv = [sys.executable, "-s", "-S", "-P", str(SERVER), self._config(str(PROTOCOL))]
