@@ -48,6 +48,7 @@ class Session:
         self.ids: dict[int, int] = {}
         self.reverses: dict[int, Any] = {}
         self.endpoint: Any = None
+        self.guessed: Any = None  # the last guess's iterator and outcomes, until replayed (``guess.py``)
         codec.SAME = codec.identity.Identity(1)  # plain values named on this connection (``identity.py``)
 
     # -- values
@@ -334,6 +335,7 @@ def _load_objects() -> Any:
 
 
 OBJECTS = _load_objects()
+OPS.update(_beside("guess.py", "_mergegate_subject_guess").OPS)  # a production iterator's items guessed ahead
 LIMITS = _beside("limits.py", "_mergegate_subject_limits")  # hard limits; dying with the parent
 
 

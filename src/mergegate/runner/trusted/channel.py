@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mergegate.runner.protocol import codec, identity, wire
-from mergegate.runner.trusted import classdefs, faults, reverse, stdnames, zones
+from mergegate.runner.trusted import classdefs, faults, guess, reverse, stdnames, zones
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError, SubjectGone
 from mergegate.runner.trusted.made import make_proxy
 from mergegate.runner.trusted.methods import Method
@@ -77,6 +77,7 @@ class Channel:
         self.originals: dict[int, Any] = {}  # a reverse handle's number -> the oracle's own object (copies go)
         self.params: dict[int, list[Any] | None] = {}  # a callback's number -> its parameters
         self.sticky: list[BaseException] = []
+        self.guessing = guess.Guessing()  # a loop's next items guessed ahead (``guess.py``)
         self.calls = 0
         self.waited = 0.0  # seconds inside requests: production's work and the round trips
         codec.SAME = identity.Identity(0)  # plain values named on this connection (one channel per process)
@@ -94,6 +95,7 @@ class Channel:
             self.endpoint = wire.Endpoint(sock, self._serve_callback)
             codec.SAME = identity.Identity(0)  # a fresh subject process knows no names
             self.members.clear()
+            self.guessing = guess.Guessing()
             self._share_core()
         return self.endpoint
 
@@ -122,7 +124,9 @@ class Channel:
             return reply[1]
         return self._result(reply, stop_allowed=False)
 
-    def _exchange(self, message: tuple[Any, ...]) -> list[Any]:
+    def _exchange(self, message: tuple[Any, ...], guessing: bool = False) -> list[Any]:
+        if self.guessing.target is not None and not guessing:
+            guess.settle(self)  # another request: production's process first catches up with a guess (``guess.py``)
         self.calls += 1
         started = time.perf_counter()
         try:
@@ -139,9 +143,10 @@ class Channel:
         self._raise_sticky()
         return reply
 
-    def exchange(self, message: tuple[Any, ...]) -> list[Any]:
-        """One request and its reply, undecoded (``ahead.py`` reads a batch's items and its end)."""
-        return self._exchange(message)
+    def exchange(self, message: tuple[Any, ...], guessing: bool = False) -> list[Any]:
+        """One request and its reply, undecoded (``ahead.py`` reads a batch's items and its end; ``guess.py``
+        its guesses, ``guessing``: without first settling one)."""
+        return self._exchange(message, guessing)
 
     def error(self, reply: Any, stop_allowed: bool = True) -> BaseException:
         """The exception an error reply names (``StopIteration`` only where it ends an iterator)."""
@@ -157,6 +162,7 @@ class Channel:
         """
         if self.endpoint is None:
             return None
+        guess.settle(self)  # the twin starts where one process would be
         import stat
 
         endpoint, fds = self.endpoint, list[int]()
@@ -180,12 +186,14 @@ class Channel:
         self.calls, self.waited = 0, 0.0
         self.members.clear()  # a run reads them from its own twin
         self.sticky.clear()
+        self.guessing = guess.Guessing()
 
     def _close(self) -> None:
         if self.endpoint is not None:
             self.endpoint.close()
         self.endpoint = None
         self.members.clear()
+        self.guessing = guess.Guessing()
 
     def _raise_sticky(self) -> None:
         if self.sticky:

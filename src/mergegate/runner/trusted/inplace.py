@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mergegate.runner.protocol import codec, identity
+from mergegate.runner.trusted import guess
 from mergegate.runner.trusted.faults import SealedCallError
 from mergegate.runner.trusted.proxies import RemoteModule, RemoteType, remote_id
 
@@ -110,6 +111,7 @@ def leave(channel: Any, saved: Saved) -> None:
         channel.endpoint.close()
     channel.endpoint = saved.endpoint
     channel.members.clear()  # read from the run's twin: collection's process may hold other objects
+    channel.guessing = guess.Guessing()  # the twin's guess (collection's was settled before the twin was made)
     codec.SAME = saved.same
     for number in [n for n in channel.proxies if n not in saved.proxies]:
         _retire(channel, channel.proxies.pop(number))

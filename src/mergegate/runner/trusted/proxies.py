@@ -15,7 +15,7 @@ import types
 from collections.abc import Callable
 from typing import Any, Literal
 
-from mergegate.runner.trusted import callsite, classdefs, frozen, hierarchy, methods, pickles, snapshots
+from mergegate.runner.trusted import callsite, classdefs, frozen, guess, hierarchy, methods, pickles, snapshots
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
 
@@ -168,7 +168,7 @@ class Remote:
 
     def __next__(self) -> Any:
         reader = object.__getattribute__(self, "_gate_ahead")
-        return reader.next(channel_of(self), self) if reader is not None else channel_of(self).op("next", self)
+        return reader.next(channel_of(self), self) if reader is not None else guess.next_of(channel_of(self), self)
 
     def __enter__(self) -> Any:
         return channel_of(self).op("enter", self)

@@ -24,7 +24,7 @@ import os
 import tempfile
 from typing import Any
 
-from mergegate.runner.trusted import faults, rules
+from mergegate.runner.trusted import faults, guess, rules
 
 INI = "[pytest]\n"
 
@@ -146,6 +146,7 @@ class GatePlugin:
             else:
                 self.kinds.add("plain")
                 original()
+                guess.settle_finder(self.finder)  # production's process where the nexts taken left it
                 excinfo = getattr(item, "_excinfo", None)  # a unittest case reports its failure here
                 refused = faults.went_on()
                 if refused is not None and not excinfo:
@@ -170,6 +171,7 @@ class GatePlugin:
         def counted(*args: Any, **kwargs: Any) -> Any:
             try:
                 out = inner(*args, **kwargs)
+                guess.settle_finder(self.finder)  # production's process where the nexts taken left it
             except BaseException:
                 # the example failed; the next one starts with no refusal, and the item fails with this one if the
                 # failure was one Hypothesis expected (``@example(...).xfail(raises=TypeError)``) and it passes

@@ -1,0 +1,188 @@
+"""A production iterator's next items guessed in a copy of this process, then replayed here as they are taken.
+
+Loaded by ``server.py`` by path; standard library only, and as untrusted as the rest of the subject
+(``trusted/guess.py`` says why nothing of the verdict rests on it).  A loop that calls ``next`` on an
+object of production's own class (``PriorityTree``: no generator, so ``objects.op_ahead`` cannot read it
+ahead: other methods change what it yields) was a round trip per item.  ``guess``: this process forks a
+guesser, a copy of itself, that runs ``next`` up to ``count`` times and writes each outcome as a line;
+this process never ran them and answers with those outcomes.  ``replay`` (and the ``owed`` of the next
+guess): this process runs ``next`` as many times as the evaluator took items, and each outcome must be
+the guesser's, encoded the same; so it ends in the very state one process would be in.
+
+The guesser stops before anything it cannot do alone: an item that is not plain data (a handle would
+name an object of the guesser's table), an exception other than ``StopIteration``, production calling
+the evaluator back (``NoPeer``); the evaluator asks for that item the usual way.  No guess is made in a
+process where production started threads (the copy would hold only this one).  The guesser writes its
+first outcome at once (the evaluator is waiting for it; within ``FIRST`` seconds, or the guess is empty),
+later ones for at most ``BUDGET`` seconds more; then it is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import sys
+import time
+from typing import Any
+
+Session = Any
+
+BUDGET = 0.5  # seconds the guesser may run on after its first outcome
+FIRST = 5.0  # seconds its first outcome may take: a copy stuck where this process would not be (a lock a thread
+# of production's held when it forked) costs that long, then the evaluator asks for the item the usual way
+MOST = 4096  # outcomes one guess may ask for
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
+class Halt(BaseException):
+    """The guesser needed the evaluator (a callback, an oracle object's method): it stops before this item."""
+
+
+class NoPeer:
+    """The guesser's endpoint: it shares the evaluator's socket with this process, so it never uses it."""
+
+    used = False
+
+    def request(self, message: Any) -> Any:
+        NoPeer.used = True
+        raise Halt("a guess cannot call the evaluator")
+
+    def send(self, message: Any) -> None:
+        self.request(message)
+
+    def close(self) -> None:
+        pass
+
+
+class NotPlain(Exception):
+    pass
+
+
+def _refuse(obj: Any) -> Any:
+    raise NotPlain(type(obj).__qualname__)
+
+
+def outcome(s: Session, it: Any) -> str | None:
+    """One ``next(it)`` as the line the guesser writes and a replay compares; None: not one a guess can carry."""
+    try:
+        value = next(it)
+    except StopIteration:
+        return '["stop"]'
+    except Halt:
+        return None
+    except BaseException:  # production's error is raised where the evaluator asks for it itself
+        return None
+    if NoPeer.used:  # production caught the Halt and went on
+        return None
+    try:
+        data = s.codec.encode_call([value], None, _refuse)[0][1]  # a value this side was given comes back as itself
+    except NotPlain:
+        return None
+    return str(_JSON.encode(["v", data]))
+
+
+def _guesser(s: Session, it: Any, count: int, out: int) -> None:
+    """Writes the first outcome at once (the evaluator waits for it), later ones in chunks (a write a line
+    would cost more than the line)."""
+    s.endpoint = NoPeer()
+    chunk: list[str] = []
+    flushed = time.monotonic()
+    for number in range(count):
+        line = outcome(s, it)
+        if line is None:
+            break
+        chunk.append(line)
+        if line == '["stop"]':
+            break
+        if number == 0 or len(chunk) >= 512 or time.monotonic() - flushed > 0.02:
+            _write(out, chunk)
+            flushed = time.monotonic()
+    _write(out, chunk)
+
+
+def _write(out: int, chunk: list[str]) -> None:
+    data = "".join(line + "\n" for line in chunk).encode("utf-8", "surrogatepass")
+    chunk.clear()
+    while data:
+        data = data[os.write(out, data):]
+
+
+def _collect(fd: int, pid: int, count: int) -> list[str]:
+    """The guesser's lines: the first within ``FIRST``, the rest within ``BUDGET`` more; then the guesser goes."""
+    lines: list[str] = []
+    pending, deadline, ended, waiting = b"", time.monotonic() + FIRST, False, True
+    while len(lines) < count:
+        wait = max(0.0, deadline - time.monotonic())
+        if not select.select([fd], [], [], wait)[0]:
+            break
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            ended = True
+            break
+        pending += chunk
+        *whole, pending = pending.split(b"\n")
+        lines.extend(w.decode("utf-8", "surrogatepass") for w in whole)
+        if lines and waiting:
+            deadline, waiting = time.monotonic() + BUDGET, False
+    os.close(fd)
+    if not ended:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return lines[:count]
+
+
+def op_guess(s: Session, target: Any, owed: Any, count: Any) -> list[Any]:
+    """Replay what the last guess owes, then guess up to ``count`` outcomes of ``next(target)``."""
+    _replay(s, owed)
+    it = s.dec(target)
+    count = count if type(count) is int and 0 < count <= MOST else 1
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:  # a copy would hold only this thread
+        return ["ok", "", "halt"]
+    limits = sys.modules.get("_mergegate_subject_limits")
+    arm = limits.death_signal() if limits is not None else (lambda: None)
+    read, write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to spare (``max_processes``): the evaluator asks the usual way
+        os.close(read)
+        os.close(write)
+        return ["ok", "", "halt"]
+    if pid == 0:
+        try:
+            arm()
+            os.close(read)
+            _guesser(s, it, count, write)
+        finally:
+            os._exit(0)
+    os.close(write)
+    lines = _collect(read, pid, count)
+    s.guessed = (it, lines)
+    stopped = bool(lines) and lines[-1] == '["stop"]'
+    why = "stop" if stopped else "full" if len(lines) == count else "halt"
+    return ["ok", "\n".join(lines), why]  # the guesser's lines as it wrote them: the evaluator parses them once
+
+
+def op_replay(s: Session, owed: Any) -> list[Any]:
+    _replay(s, owed)
+    return ["ok", None]
+
+
+def _replay(s: Session, owed: Any) -> None:
+    guessed, s.guessed = s.guessed, None
+    if owed == 0:
+        return
+    if guessed is None or type(owed) is not int or not 0 < owed <= len(guessed[1]):
+        raise RuntimeError(f"nothing guessed to replay {owed!r} outcomes of")
+    it, lines = guessed
+    for number, line in enumerate(lines[:owed]):
+        mine = outcome(s, it)
+        if mine != line:
+            raise RuntimeError(f"next() answered its item {number} differently when run again in the subject "
+                           f"({(mine or 'not an item a guess can carry')[:200]}, the guess said {line[:200]})")
+
+
+OPS = {"guess": op_guess, "replay": op_replay}
