@@ -182,7 +182,7 @@ def _replay(s: Session, owed: Any) -> None:
         mine = outcome(s, it)
         if mine != line:
             raise RuntimeError(f"next() answered its item {number} differently when run again in the subject "
-                           f"({(mine or 'not an item a guess can carry')[:200]}, the guess said {line[:200]})")
+                               f"({(mine or 'not an item a guess can carry')[:200]}, the guess said {line[:200]})")
 
 
 OPS = {"guess": op_guess, "replay": op_replay}

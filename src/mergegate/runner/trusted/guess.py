@@ -47,9 +47,6 @@ class Guessing:
         self.streak = 0  # nexts on ``target`` in a row, each its own request
         self.rounds = 0  # guesses made in this streak
 
-    def pending(self) -> bool:
-        return self.owed > 0 or bool(self.outcomes)
-
     def other(self) -> int:
         """Another request goes out: what the subject owes must be replayed first (returned), the rest forgotten."""
         owed = self.owed
