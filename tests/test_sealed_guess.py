@@ -20,26 +20,20 @@ from mergegate.runner.subject import sandbox
 from mergegate.runner.trusted import faults, guess, standins
 from tests.helpers import production_subject
 
-PRODUCTION = '''
-import os
-import sys
-import threading
-import time
-
-sys.modules["_mergegate_subject_guess"].FIRST = 0.3  # a guesser's first item: 0.3 s here, not 5 (a test's patience)
-
+ROTOR = '''
 RAN = []
 
 
 class Rotor:
     """A scheduler: yields its streams in turn; ``block`` changes what it yields next (no generator)."""
     def __init__(self, streams, limit=None):
-        self.streams, self.blocked, self.i, self.limit = list(streams), set(), 0, limit
+        self.streams, self.blocked, self.i, self.limit, self.ran = list(streams), set(), 0, limit, 0
     def __iter__(self):
         return self
     def __next__(self):
         RAN.append(self.i)
-        if self.limit is not None and len(RAN) > self.limit:
+        self.ran += 1
+        if self.limit is not None and self.ran > self.limit:
             raise StopIteration
         live = [s for s in self.streams if s not in self.blocked]
         if not live:
@@ -50,7 +44,16 @@ class Rotor:
         self.blocked.add(s)
     def unblock(self, s):
         self.blocked.discard(s)
+'''
 
+PRODUCTION = '''
+import os
+import sys
+import threading
+import time
+
+sys.modules["_mergegate_subject_guess"].FIRST = 0.3  # a guesser's first item: 0.3 s here, not 5 (a test's patience)
+''' + ROTOR + '''
 
 def ran():
     return len(RAN)
@@ -145,30 +148,9 @@ def channel(subject: sandbox.Subject) -> Iterator[standins.Channel]:
         ch.endpoint.close()
 
 
-class Rotor:
-    """The same class in this process: what one process gives."""
-
-    def __init__(self, streams: list[int], limit: int | None = None) -> None:
-        self.streams, self.blocked, self.i, self.limit, self.ran = list(streams), set[int](), 0, limit, 0
-
-    def __iter__(self) -> Rotor:
-        return self
-
-    def __next__(self) -> int:
-        self.ran += 1
-        if self.limit is not None and self.ran > self.limit:
-            raise StopIteration
-        live = [s for s in self.streams if s not in self.blocked]
-        if not live:
-            raise LookupError("no unblocked streams")
-        self.i += 1
-        return live[(self.i - 1) % len(live)]
-
-    def block(self, s: int) -> None:
-        self.blocked.add(s)
-
-    def unblock(self, s: int) -> None:
-        self.blocked.discard(s)
+_HERE: dict[str, Any] = {}
+exec(ROTOR, _HERE)  # the same class in this process: what one process gives
+Rotor: Any = _HERE["Rotor"]
 
 
 def test_a_long_loop_is_a_few_requests_and_the_same_items(channel: standins.Channel) -> None:
