@@ -59,6 +59,25 @@ def ran():
     return len(RAN)
 
 
+def pid():
+    return os.getpid()
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def drive(fn):
+    """Calls the oracle back; says whether this process is still the one that called."""
+    before = os.getpid()
+    fn()
+    return os.getpid() == before
+
+
 def reset():
     RAN.clear()
 
@@ -141,11 +160,16 @@ def subject(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Subjec
 
 @pytest.fixture
 def channel(subject: sandbox.Subject) -> Iterator[standins.Channel]:
-    ch = standins.Channel(subject.socket_path)  # each connection is a fresh process of its own
+    """A run's connection: to a twin of a connection's process (each connection is a process of its own)."""
+    ch = standins.Channel(subject.socket_path)
+    ch.request("import", "rotormod")
+    collection = ch.endpoint
+    ch.attach(ch.twin())
     yield ch
     faults.REFUSED.clear()
-    if ch.endpoint is not None:
-        ch.endpoint.close()
+    for endpoint in (ch.endpoint, collection):
+        if endpoint is not None:
+            endpoint.close()
 
 
 _HERE: dict[str, Any] = {}
@@ -164,6 +188,33 @@ def test_a_long_loop_is_a_few_requests_and_the_same_items(channel: standins.Chan
     assert channel.calls - before < 40, channel.calls - before
     assert mod.ran() == 20_000  # production's process ran exactly the nexts taken (the replay), no more
     assert p.i == 20_000
+
+
+def test_a_guesser_whose_every_item_was_taken_takes_the_process_over(channel: standins.Channel) -> None:
+    """No replay then: the guesser ran exactly those nexts; it answers from then on, the process before it ends."""
+    mod = channel.request("import", "rotormod")
+    p, mine = mod.Rotor([1, 2, 3]), Rotor([1, 2, 3])
+    first = mod.pid()
+    assert [next(p) for _ in range(16 + 64)] == [next(mine) for _ in range(16 + 64)]  # the first guess, all taken
+    second = mod.pid()  # the request after it: answered by the guesser
+    assert second != first and mod.ran() == 80
+    p.block(2), mine.block(2)
+    assert [next(p) for _ in range(16 + 10)] == [next(mine) for _ in range(16 + 10)]  # 10 of 64 taken
+    assert mod.pid() == second and mod.ran() == 106  # replayed: the same process
+    deadline = time.monotonic() + 5
+    while mod.alive(first) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not mod.alive(first)  # the process before it is gone
+
+
+def test_no_guesser_takes_over_inside_a_callback(channel: standins.Channel) -> None:
+    """Production waits in ``drive`` for the oracle's callable, which drains a production iterator: the guesser
+    cannot take the place of a process in the middle of production's own call."""
+    mod = channel.request("import", "rotormod")
+    p, mine = mod.Rotor([1, 2]), Rotor([1, 2])
+    seen: list[int] = []
+    assert mod.drive(lambda: seen.extend(next(p) for _ in range(16 + 64))) is True
+    assert seen == [next(mine) for _ in range(16 + 64)] and mod.ran() == 80
 
 
 def test_other_methods_in_between_see_one_process(channel: standins.Channel) -> None:

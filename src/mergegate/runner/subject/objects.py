@@ -10,9 +10,11 @@ handed.  ``Session`` is ``server.Session``.
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import importlib
 import sys
 import types
+from collections.abc import Callable
 from typing import Any
 
 Session = Any
@@ -206,6 +208,29 @@ def op_ahead(s: Session, target: Any, count: Any) -> list[Any]:
             end = s.error(exc)
             break
     return ["ok", s.enc(items), end]
+
+
+def describe(obj: Any, ref: Callable[[Any], list[Any]]) -> list[Any]:
+    """What the evaluator needs to build its stand-in: kind, names, exception bases (production's as references)."""
+    if isinstance(obj, types.ModuleType):
+        return ["module", str(getattr(obj, "__name__", "?"))]
+    if isinstance(obj, type):
+        name = str(getattr(obj, "__qualname__", getattr(obj, "__name__", "?")))
+        module = str(getattr(obj, "__module__", "?"))
+        if issubclass(obj, BaseException):
+            bases = [c.__name__ for c in obj.__mro__ if c.__module__ == "builtins"]
+            direct = [b.__name__ if b.__module__ == "builtins" else ref(b) for b in obj.__bases__]
+            return ["exception", name, module, bases, direct]
+        abcs = [n for n in collections.abc.__all__ if n != "ByteString"  # and "tuple": a base the stand-in has
+                and issubclass(obj, getattr(collections.abc, n))] + (["tuple"] if issubclass(obj, tuple) else []) \
+            + (["structural"] if type.__dict__["__dict__"].__get__(obj).get("_is_protocol") is True else [])
+        return ["class", name, module, abcs, str(getattr(obj, "__name__", name)),
+                slots(obj)]
+    if issubclass(type(obj), tuple):  # production's own tuple subclass (plain tuples travel by value)
+        return frozen_tuple(obj, ref)
+    if iterator(obj):  # read ahead by the evaluator (``trusted/ahead.py``)
+        return ["object", type(obj).__qualname__, "iterator"]
+    return ["callable" if callable(obj) else "object", type(obj).__qualname__]
 
 
 def iterator(obj: Any) -> bool:

@@ -9,7 +9,6 @@ types.  This side only has to be correct for honest production code.
 """
 from __future__ import annotations
 
-import collections.abc
 import contextlib
 import importlib
 import importlib.util
@@ -48,7 +47,8 @@ class Session:
         self.ids: dict[int, int] = {}
         self.reverses: dict[int, Any] = {}
         self.endpoint: Any = None
-        self.guessed: Any = None  # the last guess's iterator and outcomes, until replayed (``guess.py``)
+        self.guessed: Any = None  # the last guess, until replayed or its guesser takes over (``guess.py``)
+        self.top = False  # a twin serving its own socket: a guesser may take over (``guess.py``)
         codec.SAME = codec.identity.Identity(1)  # plain values named on this connection (``identity.py``)
 
     # -- values
@@ -64,7 +64,7 @@ class Session:
         handle = len(self.objects) + 1
         self.objects[handle] = obj  # kept alive for the session: its id is never reused
         self.ids[key] = handle
-        return ["H", handle, describe(obj, self.ref)]
+        return ["H", handle, OBJECTS.describe(obj, self.ref)]
 
     def enc(self, value: Any) -> Any:
         return self.codec.encode(value, self.ref)
@@ -110,6 +110,8 @@ class Session:
             reply: list[Any] = op(self, *message[1:])
             return reply
         except BaseException as exc:  # every failure goes back as an error reply
+            if isinstance(exc, GUESS.TakeOver):  # a guesser becoming this connection's process (``guess.py``)
+                raise
             return self.error(exc)
 
     def error(self, exc: BaseException) -> list[Any]:
@@ -139,29 +141,6 @@ class Session:
             where = real[0] if real else "a built-in module"
             raise ImportError(f"production module {module.__name__} resolved to {where}, outside the tree under "
                               "test (an installed copy?); the sealed runner never substitutes it")
-
-
-def describe(obj: Any, ref: Callable[[Any], list[Any]]) -> list[Any]:
-    """What the evaluator needs to build its stand-in: kind, names, exception bases (production's as references)."""
-    if isinstance(obj, types.ModuleType):
-        return ["module", str(getattr(obj, "__name__", "?"))]
-    if isinstance(obj, type):
-        name = str(getattr(obj, "__qualname__", getattr(obj, "__name__", "?")))
-        module = str(getattr(obj, "__module__", "?"))
-        if issubclass(obj, BaseException):
-            bases = [c.__name__ for c in obj.__mro__ if c.__module__ == "builtins"]
-            direct = [b.__name__ if b.__module__ == "builtins" else ref(b) for b in obj.__bases__]
-            return ["exception", name, module, bases, direct]
-        abcs = [n for n in collections.abc.__all__ if n != "ByteString"  # and "tuple": a base the stand-in has
-                and issubclass(obj, getattr(collections.abc, n))] + (["tuple"] if issubclass(obj, tuple) else []) \
-            + (["structural"] if type.__dict__["__dict__"].__get__(obj).get("_is_protocol") is True else [])
-        return ["class", name, module, abcs, str(getattr(obj, "__name__", name)),
-                OBJECTS.slots(obj)]
-    if issubclass(type(obj), tuple):  # production's own tuple subclass (plain tuples travel by value)
-        return OBJECTS.frozen_tuple(obj, ref)  # type: ignore[no-any-return]
-    if OBJECTS.iterator(obj):  # read ahead by the evaluator (``trusted/ahead.py``)
-        return ["object", type(obj).__qualname__, "iterator"]
-    return ["callable" if callable(obj) else "object", type(obj).__qualname__]
 
 
 class Callback:
@@ -275,7 +254,16 @@ def op_twin(s: Session) -> list[Any]:
             theirs.close()
             s.endpoint.close()
             s.endpoint = s.endpoint.__class__(ours, s.handle)
-            s.endpoint.serve()
+            s.top, handed = True, None  # a guesser may take this process's place here, between two requests
+            while True:
+                try:
+                    if handed is not None:  # this is the guesser now: it answers the request it was handed
+                        message, handed = handed, None
+                        s.endpoint.send(s.handle(message))
+                    s.endpoint.serve()
+                    break
+                except GUESS.TakeOver as taken:
+                    handed = taken.message
         finally:
             os._exit(0)
     ours.close()
@@ -335,7 +323,8 @@ def _load_objects() -> Any:
 
 
 OBJECTS = _load_objects()
-OPS.update(_beside("guess.py", "_mergegate_subject_guess").OPS)  # a production iterator's items guessed ahead
+GUESS = _beside("guess.py", "_mergegate_subject_guess")  # a production iterator's items guessed ahead
+OPS.update(GUESS.OPS)
 LIMITS = _beside("limits.py", "_mergegate_subject_limits")  # hard limits; dying with the parent
 
 

@@ -11,16 +11,18 @@ request in between, the evaluator asks the subject to *guess* (``subject/guess.p
 a copy of itself that runs ``next`` up to 64, then 256, 1024, 4096 times and sends the outcomes (plain
 data, or the ``StopIteration`` that ends them); the subject itself does not run them.  The evaluator
 hands them out one ``next`` at a time and counts them.  Before any other request, before the next guess
-and at the end of each example and test, the subject *replays* as many ``next`` calls as were taken,
-each of whose outcome must be the guess's (the same encoding): so production's process ends each step
-exactly where one process would be, having run the same code (change coverage sees it).  Outcomes not
-taken are forgotten.
+and at the end of each example and test, the subject catches up: when every outcome was taken, its copy,
+which ran exactly those, takes the subject process's place; otherwise the subject *replays* as many
+``next`` calls as were taken, each of whose outcome must be the guess's (the same encoding).  Either way
+production's process ends each step exactly where one process would be, having run the same code
+(change coverage sees it); outcomes not taken are forgotten.
 
 What the verdict rests on is unchanged: every item is decoded here as any reply, from a process running
 production from the state the property left it in.  A replay that answers differently (production that
 reads the clock, or tells its copy from itself) is a ``SealedCallError`` (``faults.py``: the example
 fails, whatever it catches); a reply that is not a well-formed guess is one too.  What production can
-observe: its copy runs a few items ahead, earlier than one process would run them, and is killed.
+observe: its copy runs a few items ahead, earlier than one process would run them, and is killed or
+carries on as the subject.  Nothing here changes on this side when the copy takes over.
 """
 
 from __future__ import annotations
