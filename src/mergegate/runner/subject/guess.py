@@ -60,9 +60,6 @@ class NoPeer:
         NoPeer.used = True
         raise Halt("a guess cannot call the evaluator")
 
-    def send(self, message: Any) -> None:
-        self.request(message)
-
     def close(self) -> None:
         pass
 
@@ -81,9 +78,7 @@ def outcome(s: Session, it: Any) -> str | None:
         value = next(it)
     except StopIteration:
         return '["stop"]'
-    except Halt:
-        return None
-    except BaseException:  # production's error is raised where the evaluator asks for it itself
+    except BaseException:  # a Halt, or production's error: raised where the evaluator asks for it itself
         return None
     if NoPeer.used:  # production caught the Halt and went on
         return None
@@ -107,7 +102,7 @@ def _guesser(s: Session, it: Any, count: int, out: int) -> int:
         written += 1
         if line == '["stop"]':
             break
-        if number == 0 or len(chunk) >= 512 or time.monotonic() - flushed > 0.02:
+        if number == 0 or len(chunk) >= 512 or (number % 64 == 0 and time.monotonic() - flushed > 0.02):
             _write(out, chunk)
             flushed = time.monotonic()
     _write(out, chunk)
