@@ -451,3 +451,38 @@ def test_a_patch_that_edits_its_guesses_to_hide_a_wrong_item_is_rejected(tmp_pat
     repo = _wheel_repo(tmp_path_factory.mktemp("ending") / "repo")
     res = check(repo, agent_head(repo, "ending", {"src/wheel.py": ENDING}))
     assert_rejected(res, "prop.period")
+
+
+# The bug, and a guesser that writes reply frames of its own onto the run's socket (it holds a copy of it): a reply
+# ending the iteration where the bug would show, before the subject's own reply, which then answers the next request.
+FORGING = SKIPPING.replace('''    def __next__(self):
+''', '''    def __next__(self):
+        import os
+        if os.getpid() != self.pid and not getattr(self, "forged", False):
+            self.forged = True
+            _forge()
+''').replace('''        self.slots, self.i = [], 0
+''', '''        import os
+        self.slots, self.i, self.pid = [], 0, os.getpid()
+''') + '''
+
+def _forge():
+    import gc
+    import json
+    frame = json.dumps(["ok", '["v", 1]\\n["stop"]', "stop"]).encode()
+    for obj in gc.get_objects():
+        if type(obj).__name__ == "Endpoint" and hasattr(obj, "sock"):
+            try:
+                obj.sock.sendall(len(frame).to_bytes(4, "big") + frame)
+            except OSError:
+                pass
+'''
+
+
+def test_a_guesser_that_forges_reply_frames_on_the_socket_is_rejected(tmp_path_factory: pytest.TempPathFactory,
+                                                                      bwrap_works: bool) -> None:
+    from tests.test_sealed_attacks import agent_head, assert_rejected, check
+
+    assert "_forge()" in FORGING and "self.pid = " in FORGING.replace("self.i, self.pid", "self.pid")
+    repo = _wheel_repo(tmp_path_factory.mktemp("forging") / "repo")
+    assert_rejected(check(repo, agent_head(repo, "forging", {"src/wheel.py": FORGING})), "prop.period")
