@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from mergegate.runner.subject import sandbox
-from mergegate.runner.trusted import classdefs, pickles, snapshots, standins
+from mergegate.runner.trusted import classdefs, pickles, proxies, snapshots, standins
 from tests.helpers import production_subject
 
 PRODUCTION = '''
@@ -220,6 +220,25 @@ def test_unstable_unbounded_and_mutating_state_never_decide(prod: Any) -> None:
         _ = prod.Mutating() == {1: 1, 2: 2}
     liar_dict = prod.DictProperty()
     assert liar_dict != prod.DictProperty()  # random state: never equal, whatever __eq__ says
+
+
+def test_two_production_objects_compared_are_read_in_one_request(prod: Any) -> None:
+    """``a == b`` of two production objects: both snapshots in one request, read one after the other as two
+    requests would read them, and the same answers (bidict's ``bi == tmp``: a fifth of its requests)."""
+    ch = proxies.channel_of(prod)
+    same, other, shifty, twin = prod.Bag({"a": 1}), prod.Bag({"a": 2}), prod.Shifty(), prod.Shifty()
+    bag = prod.Bag({"a": 1})
+    before = ch.calls
+    answers = [bag == same, bag != other, bag == bag, shifty == twin, shifty == twin, twin == shifty]
+    assert ch.calls - before == 6, ch.calls - before  # one request each (it was two)
+    assert answers == [True, True, True, True, True, True]
+    assert (shifty.n, twin.n) == (3, 3)  # each side read once per comparison: 1=1, 2=2, 3=3
+    assert prod.Plain(1) != prod.Plain(1) and prod.Point(1, 2) == prod.Point(1, 2)
+    with pytest.raises(standins.SealedCallError, match="over a bound"):
+        _ = prod.Bag({}) == prod.Endless()  # the second over its bound: refused, as alone
+    with pytest.raises(RuntimeError, match="changed size"):
+        _ = prod.Mutating() == prod.Bag({1: 1})  # production's own error while it is read, as alone
+    assert bag != prod.Liar(1)  # a mapping against an object: neither snapshot answers, so identity (False)
 
 
 def test_dataclasses_enums_and_identity_classes(prod: Any) -> None:

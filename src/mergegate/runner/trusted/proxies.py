@@ -99,10 +99,13 @@ class Remote:
         # Decided here, over snapshots (``snapshots.py``): production's __eq__ is never asked.  Where
         # the snapshot has no answer (a mapping against a non-mapping) the other side's own __eq__ is
         # asked, as Python does: a trusted object's, never production's.
-        mine = _snap(self)
+        if _asks(self) and type(other) is Remote and _asks(other) and channel_of(other) is channel_of(self):
+            mine, theirs = snapshots.take_all(channel_of(self), [self, other])  # both in one request
+        else:
+            mine = _snap(self)
+            theirs = snapshots.resolve(other)
         if type(mine) is not snapshots.Snap and remote_id(mine) is not None:
-            return mine is snapshots.resolve(other)  # a class or function: identity
-        theirs = snapshots.resolve(other)
+            return mine is theirs  # a class or function: identity
         return mine.__eq__(theirs) if type(mine) is snapshots.Snap else mine == theirs
 
     def __ne__(self, other: object) -> Any:
@@ -184,10 +187,15 @@ class Remote:
 
 
 def _snap(handle: Any) -> Any:
-    known = object.__getattribute__(handle, "_gate_frozen")
-    if known is not None and known.items is not None:
-        return known.items  # a tuple's items, sent with its handle: what its snapshot would say
+    if not _asks(handle):
+        return object.__getattribute__(handle, "_gate_frozen").items  # a tuple's, sent with its handle
     return snapshots.take(channel_of(handle), handle)
+
+
+def _asks(handle: Any) -> bool:
+    """Whether ``handle``'s snapshot is a request (a tuple's items came with its handle: what it would say)."""
+    known = object.__getattribute__(handle, "_gate_frozen")
+    return known is None or known.items is None
 
 
 Remote.gate_snapshot = staticmethod(_snap)  # type: ignore[attr-defined]

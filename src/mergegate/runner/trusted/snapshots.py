@@ -206,16 +206,24 @@ def resolve(value: Any) -> Any:
 
 def take(ch: Link, handle: Any) -> Any:
     """The snapshot of one production object: a ``Snap``, plain data, or (a class, a function) the handle."""
+    return take_all(ch, [handle])[0]
+
+
+def take_all(ch: Link, handles: list[Any]) -> list[Any]:
+    """The snapshots of production objects of one subject, in one request (``a == b``: both sides).
+
+    The subject reads them one after the other, as that many requests would, with nothing of the
+    evaluator's running between them: what a property observes is the same."""
     try:
-        nodes = ch.raw("snapshot", ch.enc([handle]))
+        nodes = ch.raw("snapshot", ch.enc(handles))
     except ProductionError as exc:
         if getattr(exc, "remote_type", "") == "SnapshotBound" or type(exc).__qualname__ == "SnapshotBound":
             raise SealedCallError(f"cannot compare a production object: its snapshot is over a bound ({exc}); "
                                   "compare plain values read off it") from None
         raise
-    if type(nodes) is not list or len(nodes) != 1:
+    if type(nodes) is not list or len(nodes) != len(handles):
         raise SealedCallError("the subject sent a malformed snapshot")
-    return decode(ch, nodes[0], 0)
+    return [decode(ch, node, 0) for node in nodes]
 
 
 def _no_refs(data: list[Any]) -> Any:
