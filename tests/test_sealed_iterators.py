@@ -8,6 +8,7 @@ per ``next``; a malformed batch is a ``SealedCallError``, never items production
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -63,6 +64,48 @@ class Own:
         return self.n
 
 
+class Bag:
+    """Sized; its iterator is a builtin one over a list."""
+    def __init__(self, items):
+        self.items = list(items)
+    def __len__(self):
+        return len(self.items)
+    def __iter__(self):
+        return iter(self.items)
+
+
+class Counted:
+    """Sized; its iterator is a generator of production's (each step counted)."""
+    def __init__(self, n):
+        self.n = n
+    def __len__(self):
+        return self.n
+    def __iter__(self):
+        return count_up(self.n)
+
+
+class NoIter:
+    def __iter__(self):
+        raise ValueError("no iterator here")
+
+
+class Failing:
+    def __iter__(self):
+        return failing(3)
+
+
+class OwnBox:
+    def __iter__(self):
+        return Own()
+
+
+def malformed_drain():
+    """A hostile drain: a first batch short of what was asked, with no end."""
+    server = sys.modules["__main__"]
+    server.OPS["drain"] = lambda s, target, count: ["ok", s.enc(iter([1, 2])), ["l", 1, 2], None]
+    return Bag([1, 2])
+
+
 def malformed():
     """A hostile batch: more items than asked for, and an end that is not one."""
     server = sys.modules["__main__"]
@@ -109,6 +152,52 @@ def test_what_drains_a_generator_whole_reads_it_in_one_batch(channel: standins.C
     assert list(gen) == list(range(1, 200))
     assert channel.calls - before == 4, channel.calls - before  # 64, 64, 64 and the 7 that end it
     assert mod.steps() == ran + 200
+
+
+def test_a_builtin_that_takes_a_production_object_whole_asks_once(channel: standins.Channel) -> None:
+    """``frozenset(x)``, ``set``, ``sorted``, ``tuple``, ``list`` of a production object: ``iter`` and the first 64
+    items in one request (``consumers.py``; it was ``iter``, a batch of one and one of 16); ``list()`` and
+    ``tuple()`` also ask its ``len``, as CPython does. Anything else still starts at one item."""
+    mod = channel.request("import", "itermod")
+    bag = mod.Bag([3, 1, 2])
+    marks = [channel.calls]  # each builtin named in its call, as a property writes it (the bytecode shows the name)
+    assert frozenset(bag) == frozenset({1, 2, 3})
+    marks.append(channel.calls)
+    assert set(bag) == {1, 2, 3}
+    marks.append(channel.calls)
+    assert sorted(bag) == [1, 2, 3]
+    marks.append(channel.calls)
+    assert tuple(bag) == (3, 1, 2)
+    marks.append(channel.calls)
+    assert list(bag) == [3, 1, 2]
+    marks.append(channel.calls)
+    asked = [b - a for a, b in itertools.pairwise(marks)]
+    assert asked == [1, 1, 2, 2, 2], asked
+    big = mod.Bag(range(200))
+    before = channel.calls
+    assert list(big) == list(range(200))
+    assert channel.calls - before == 5, channel.calls - before  # len; 64 with the iterator, 64, 64, the 8 that end it
+    before = channel.calls
+    assert [x for x in bag] == [3, 1, 2]  # a comprehension's iter: not a builtin's
+    assert channel.calls - before == 3, channel.calls - before  # iter, then batches of one and 16, as before
+    scope: dict[str, Any] = {"list": frozenset}  # an oracle module whose `list` is its own: looked up again
+    exec("def take(x):\n    return list(x)\n", scope)
+    before = channel.calls
+    assert scope["take"](bag) == frozenset({1, 2, 3}) and channel.calls - before == 3
+    ran = mod.steps()
+    assert list(mod.Counted(5)) == [0, 1, 2, 3, 4] and mod.steps() == ran + 5  # a generator: what list() takes
+
+
+def test_a_drained_object_ends_and_fails_where_it_would(channel: standins.Channel) -> None:
+    mod = channel.request("import", "itermod")
+    with pytest.raises(ValueError, match="no iterator here"):
+        frozenset(mod.NoIter())
+    with pytest.raises(ValueError, match="failed after 3"):
+        list(mod.Failing())
+    assert list(mod.OwnBox()) == [1, 2, 3]  # production's own iterator class: nothing read ahead, a next each
+    assert sorted(mod.Bag([])) == [] and frozenset(mod.Bag([])) == frozenset()
+    with pytest.raises(standins.SealedCallError, match="malformed batch"):
+        list(mod.malformed_drain())
 
 
 def test_one_next_runs_production_one_step(channel: standins.Channel) -> None:
@@ -189,8 +278,9 @@ def test_squares(n):
     assert list(squares(n)) == [i * i for i in range(n)]
 '''
 
-# The bug: 7's square is wrong.  The trick: production rewrites the subject's batch reply so that the wrong
-# item is dropped and the iterator ends early, as if the generator had stopped there.
+# The bug: 7's square is wrong.  The trick: production rewrites the subject's batch replies (the first, sent with
+# the iterator to `list()`, and the later ones) so that the wrong item is dropped and the iterator ends early, as
+# if the generator had stopped there.
 HIDING = SQUARES.replace("yield i * i", "yield i * i + (1 if i == 7 else 0)") + '''
 
 import sys as _sys
@@ -208,6 +298,18 @@ def _ahead(s, target, count):
 
 
 _server.OPS["ahead"] = _ahead
+_drain = _server.OPS["drain"]
+
+
+def _drained(s, target, count):  # list(squares(n)): the iterator and its first batch in one reply
+    reply = _drain(s, target, count)
+    items = reply[2]
+    if isinstance(items, list) and 50 in items[1:]:
+        return ["ok", reply[1], items[:items.index(50)], "stop"]
+    return reply
+
+
+_server.OPS["drain"] = _drained
 '''
 
 
@@ -225,7 +327,7 @@ def test_a_patch_that_edits_its_batches_to_hide_a_wrong_item_is_rejected(tmp_pat
                                              'claim: "squares"\nmax_examples: 30\ncovers: ["src/sq.py"]\n',
     }, "squares")
     assert_admitted(check(repo, agent_head(repo, "honest", {"src/sq.py": SQUARES + "\nVERSION = 2\n"})))
-    assert "50" in HIDING and "_server.OPS" in HIDING
+    assert "50" in HIDING and '_server.OPS["drain"]' in HIDING
     res = check(repo, agent_head(repo, "hiding", {"src/sq.py": HIDING}))
     assert_rejected(res, "prop.squares")
     # the list it got was short: the property's own assertion failed (the batch was well-formed, only a lie)

@@ -197,7 +197,21 @@ def op_signature(s: Session, target: Any) -> list[Any]:
 
 def op_ahead(s: Session, target: Any, count: Any) -> list[Any]:
     """Up to ``count`` items of an iterator, and how it ended: None (not yet), "stop", or the error reply."""
-    it, items, end = s.dec(target), [], None
+    items, end = _batch(s, s.dec(target), count)
+    return ["ok", s.enc(items), end]
+
+
+def op_drain(s: Session, target: Any, count: Any) -> list[Any]:
+    """``iter()`` of an object a builtin consumer takes whole at once (``list(x)``, ``frozenset(x)``: the evaluator read
+    the call off its bytecode) and, when the iterator is a builtin one it reads ahead, its first batch."""
+    it = iter(s.dec(target))
+    items, end = _batch(s, it, count) if iterator(it) else ([], None)
+    return ["ok", s.enc(it), s.enc(items), end]
+
+
+def _batch(s: Session, it: Any, count: Any) -> tuple[list[Any], Any]:
+    items: list[Any] = []
+    end = None
     for _ in range(count if type(count) is int and 0 < count <= 256 else 1):
         try:
             items.append(next(it))
@@ -207,7 +221,7 @@ def op_ahead(s: Session, target: Any, count: Any) -> list[Any]:
         except BaseException as exc:
             end = s.error(exc)
             break
-    return ["ok", s.enc(items), end]
+    return items, end
 
 
 def describe(obj: Any, ref: Callable[[Any], list[Any]]) -> list[Any]:
@@ -241,7 +255,7 @@ def iterator(obj: Any) -> bool:
 
 
 OPS = {"signature": op_signature, "snapshot": op_snapshot, "defclass": op_defclass, "pickle": op_pickle,
-       "unpickle": op_unpickle, "copy": op_copy, "ahead": op_ahead}
+       "unpickle": op_unpickle, "copy": op_copy, "ahead": op_ahead, "drain": op_drain}
 
 
 _IMMUTABLE = (str, bytes, int, float, complex, bool, type(None))

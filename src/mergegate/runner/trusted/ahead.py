@@ -12,6 +12,9 @@ and ``len()`` a ``TypeError`` without a request (as Python answers for those typ
 ``__length_hint__`` before they drain it whole (``draining``): their reads start at the largest
 batch, so ``tuple(path_splitter(p))`` is one request. Nothing else asks for a length hint, and
 what those consumers take, they take to the end, so production runs no further than in one process.
+A production object that has a length is never asked its iterator's hint (``list(bi)`` asks ``len(bi)``), and
+``set()``/``frozenset()`` ask none: where the caller's bytecode shows such a builtin called on the object
+(``consumers.py``), ``drain`` fetches the iterator and its first batch of 64 in one request.
 
 What changes, said plainly: once a loop has taken two items, production's generator may run up to
 63 items ahead of the loop (its own code, and any oracle callback it calls, run earlier than
@@ -58,10 +61,34 @@ class Reader:
         reply = ch.exchange(("ahead", ch.enc(handle), self.size))
         if reply[0] != "ok" or len(reply) != 3:
             raise ch.error(reply)
-        items, end = ch.dec(reply[1]), reply[2]
+        self._take(ch, reply[1], reply[2], reply)
+        self.size = SIZES[min(SIZES.index(self.size) + 1, len(SIZES) - 1)]
+
+    def _take(self, ch: Any, data: Any, end: Any, reply: Any) -> None:
+        items = ch.dec(data)
         if type(items) is not list or not (end is None or end == "stop" or (type(end) is list and end[:1] == ["err"])) \
                 or (end is None and len(items) != self.size):
             raise SealedCallError(f"the subject sent a malformed batch of items: {str(reply)[:120]}")
         self.items.extend(items)
         self.end = end
-        self.size = SIZES[min(SIZES.index(self.size) + 1, len(SIZES) - 1)]
+
+
+def drain(ch: Any, handle: Any) -> Any:
+    """``iter(handle)`` for a builtin consumer that takes every item at once (``callsite.drained_at_once``): the
+    iterator, its first batch already read in the largest size (one request where ``iter``, a batch of one and
+    one of 16 were three), as ``draining`` reads the rest."""
+    reply = ch.exchange(("drain", ch.enc(handle), SIZES[-1]))
+    if reply[0] != "ok" or len(reply) != 4:
+        raise ch.error(reply, stop_allowed=False)
+    it = ch.dec(reply[1])
+    try:
+        reader = object.__getattribute__(it, "_gate_ahead")
+    except AttributeError:
+        reader = None
+    if reader is None:  # production's own iterator class (asked a ``next`` at a time, or guessed): nothing read
+        if ch.dec(reply[2]) != [] or reply[3] is not None:
+            raise SealedCallError(f"the subject sent a malformed batch of items: {str(reply)[:120]}")
+        return it
+    reader.draining()
+    reader._take(ch, reply[2], reply[3], reply)
+    return it

@@ -66,6 +66,7 @@ def callee_reads(code: CodeType) -> list[int]:
 # Where a call finds its callable: how many stack items, counting it, lie at or above it when the call starts.
 _CALLEE_DEPTH = {"PRECALL": 1} if _VERSION < (3, 12) else {"CALL": 1} if _VERSION < (3, 13) \
     else {"CALL": 2, "CALL_KW": 3}  # 3.13: a NULL above the callable; CALL_KW: and the names' tuple
+CALLEE_DEPTH, NULL_AFTER = _CALLEE_DEPTH, _NULL_AFTER  # ``consumers.py`` follows a builtin's load the same way
 # The same for a method-call read, which pushes two items (the method and its object, or a NULL and the function).
 _METHOD_DEPTH = {"PRECALL": 2} if _VERSION < (3, 12) else {"CALL": 2} if _VERSION < (3, 13) \
     else {"CALL": 2, "CALL_KW": 3}

@@ -16,8 +16,11 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from mergegate.runner.trusted import callsite, classdefs, frozen, guess, hierarchy, methods, pickles, snapshots
+from mergegate.runner.trusted.ahead import drain
+from mergegate.runner.trusted.consumers import drained_at_once
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
+from mergegate.runner.trusted.local_names import HARNESS, MODULE_LOCAL
 
 BUILTIN_EXCEPTIONS, ITERATION_ENDS = hierarchy.BUILTIN_EXCEPTIONS, hierarchy.ITERATION_ENDS
 
@@ -34,19 +37,6 @@ def channel_of(obj: Any) -> Link:
     ref = remote_id(obj)
     assert ref is not None
     return ref[0]
-
-
-# What the test harness (pytest, unittest, Hypothesis) asks of every object in a test module to
-# decide what is a test, a fixture, a mark or a skip.  Answered here, never by production: a
-# production object is never a test, a fixture or a mark of the trusted session (and the probes
-# cost no round trips).
-HARNESS = frozenset({
-    "__test__", "pytestmark", "_pytestfixturefunction", "_fixture_function_marker", "_fixture_function",
-    "__pytest_wrapped__", "hypothesis", "is_hypothesis_test", "hypothesis_explicit_examples",
-    "_hypothesis_internal_use_settings", "_hypothesis_internal_use_seed", "_hypothesis_internal_use_reproduce_failure",
-    "_hypothesis_internal_use_generated_seed", "_hypothesis_state_machine_class", "__unittest_skip__",
-    "__unittest_skip_why__", "__unittest_expecting_failure__",
-})
 
 
 class Remote:
@@ -163,7 +153,11 @@ class Remote:
         if object.__getattribute__(self, "_gate_ahead") is not None:  # a builtin iterator is its own
             return self
         items = frozen.items(object.__getattribute__(self, "_gate_frozen"))
-        return iter(items) if items is not None else channel_of(self).op("iter", self)
+        if items is not None:
+            return iter(items)
+        if drained_at_once(sys._getframe(1)):  # list(x), frozenset(x)...: iter and a first batch at once
+            return drain(channel_of(self), self)
+        return channel_of(self).op("iter", self)
 
     def __getitem__(self, key: Any) -> Any:
         items = frozen.items(object.__getattribute__(self, "_gate_frozen"))
@@ -368,9 +362,6 @@ def _typing_key(key: Any) -> bool:
                               or (issubclass(type(k), type) and type(k) is not RemoteType) for k in keys)
 
 
-# The import system's own attributes of a module: local, never asked of production.
-# ``__file__`` too: the evaluator never opens a path production chooses (Hypothesis reads the source
-# of "local" modules for constants; a stand-in has no source here).
 _CALLS = frozenset({"function", "builtin_function_or_method", "method", "partial"})  # fused when called at once
 
 
@@ -385,15 +376,13 @@ def _read(owner: Any, key: str, name: str) -> Any:
     if known is not None and type(value) is Remote and object.__getattribute__(value, "_gate_type") in _CALLS:
         known.add((key, name))
     return value
-_MODULE_LOCAL = frozenset({"__path__", "__spec__", "__loader__", "__package__", "__name__", "__cached__",
-                           "__builtins__", "__getattr__", "__dir__", "__class__", "__dict__", "__file__"})
 
 
 class RemoteModule(types.ModuleType):
     """A stand-in for a production module: attribute reads forward (nothing is cached)."""
 
     def __getattr__(self, name: str) -> Any:
-        if name in _MODULE_LOCAL or name in HARNESS or name.startswith("_gate"):
+        if name in MODULE_LOCAL or name in HARNESS or name.startswith("_gate"):
             raise AttributeError(name)
         try:
             return _read(self, f"<module {self.__dict__.get('__name__')}>", name)

@@ -1,0 +1,87 @@
+"""Whether ``iter()`` of a production object is a builtin consumer's that takes every item at once, read off the
+caller's own bytecode.
+
+``frozenset(m.values())``, ``list(bi)``, ``sorted(keys)``: the builtin asks the object for its iterator and drains
+it, with no code of the property's running between the items (a ``set`` hashes them: the evaluator's own
+``hash``). Read a batch of one at a time, that was ``iter``, a batch of one and one of 16: three requests for a
+few items. bidict's state machine makes tens of thousands of them (docs/adoption.md). Where the frame that
+called ``__iter__`` is executing a call of ``list``, ``tuple``, ``sorted``, ``set`` or ``frozenset`` with one
+argument and no keywords, the name loaded as the builtin itself, ``iter`` and the first batch of 64 are one request
+(``ahead.drain``), as ``draining`` reads an iterator whole.
+
+The call is found as ``callsite.py`` finds a read's call: the name's load followed on the stack, through
+straight-line code only (a jump, or a jump's target, between them and nothing is found), to the call that takes
+it as its callable. The call the frame is executing is then that builtin's (the name is looked up again in the
+frame's globals and builtins: an oracle that rebound ``list`` is not draining). What that does not prove is that
+the object is the argument itself: a C iterator of the property's that the builtin drains and that asks
+iterators lazily (``itertools.chain``) has them read ahead too; ``islice`` of such a chain takes fewer than it
+read. Production then ran some items ahead, as ``ahead.py`` says it may once a loop took two; every item is still
+decoded here as any reply.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dis
+from types import CodeType, FrameType
+
+from mergegate.runner.trusted import callsite
+
+DRAINS = frozenset({"list", "tuple", "sorted", "set", "frozenset"})
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+_SITES: dict[CodeType, dict[int, str]] = {}  # per code object: offset of a drain's call -> the builtin's name
+
+
+def drained_at_once(frame: FrameType | None) -> bool:
+    """Whether ``frame`` is executing a call of a builtin that drains its one argument whole."""
+    if frame is None or not callsite.KNOWN:
+        return False
+    code = frame.f_code
+    sites = _SITES.get(code)
+    if sites is None:
+        sites = _SITES[code] = drain_calls(code)
+    name = sites.get(frame.f_lasti)
+    return name is not None and frame.f_globals.get(name, frame.f_builtins.get(name)) is getattr(builtins, name)
+
+
+def drain_calls(code: CodeType) -> dict[int, str]:
+    """The offsets in ``code`` at which a call of one of ``DRAINS`` (one argument, no keywords) runs."""
+    try:
+        ops = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG", "NOP")]
+    except Exception:  # a code object dis cannot read: nothing drains in it
+        return {}
+    out: dict[int, str] = {}
+    for index, ins in enumerate(ops):
+        if ins.opname == "LOAD_GLOBAL" and ins.argval in DRAINS and type(ins.arg) is int and ins.arg & 1:
+            call = _call_of(ops, index)
+            if call is not None:
+                out[ops[call].offset] = str(ins.argval)
+                if ops[call].opname == "PRECALL" and call + 1 < len(ops) and ops[call + 1].opname == "CALL":
+                    out[ops[call + 1].offset] = str(ins.argval)  # 3.11: the builtin runs in either
+    return out
+
+
+def _call_of(ops: list[dis.Instruction], load: int) -> int | None:
+    """The index of the call that takes ``ops[load]`` (a ``LOAD_GLOBAL`` that pushes a NULL beside its name) as its
+    callable with one argument and no keywords; None where that is not certain."""
+    where = 1 if callsite.NULL_AFTER else 2  # the callable's height above the stack before the load
+    height = 2
+    for index in range(load + 1, len(ops)):
+        ins = ops[index]
+        if ins.is_jump_target or ins.opcode in _JUMPS:
+            return None
+        depth = callsite.CALLEE_DEPTH.get(ins.opname)
+        if depth is not None and type(ins.arg) is int:
+            callee = height - ins.arg - depth + 1
+            if callee == where:
+                keywords = ins.opname == "CALL_KW" or ops[index - 1].opname == "KW_NAMES"
+                return index if ins.arg == 1 and not keywords else None
+            if callee < where:
+                return None
+        try:
+            height += dis.stack_effect(ins.opcode, ins.arg if ins.opcode >= dis.HAVE_ARGUMENT else None)
+        except ValueError:
+            return None
+        if height < where:  # taken by something else
+            return None
+    return None
