@@ -209,6 +209,15 @@ def op_drain(s: Session, target: Any, count: Any) -> list[Any]:
     return ["ok", s.enc(it), s.enc(items), end]
 
 
+def op_dictof(s: Session, target: Any) -> list[Any]:
+    """``dict(x)`` as the builtin builds it (``trusted/dictcopy.py``): ``x.keys`` read, read again and called, its
+    keys listed, ``x[k]`` read for each; else, with no ``keys``, ``x``'s pairs. The dict, and whether ``keys`` was."""
+    obj, missing = s.dec(target), object()
+    if getattr(obj, "keys", missing) is missing:
+        return ["ok", s.enc(dict(iter(obj))), False]
+    return ["ok", s.enc({key: obj[key] for key in list(obj.keys())}), True]
+
+
 def _batch(s: Session, it: Any, count: Any) -> tuple[list[Any], Any]:
     items: list[Any] = []
     end = None
@@ -255,7 +264,8 @@ def iterator(obj: Any) -> bool:
 
 
 OPS = {"signature": op_signature, "snapshot": op_snapshot, "defclass": op_defclass, "pickle": op_pickle,
-       "unpickle": op_unpickle, "copy": op_copy, "ahead": op_ahead, "drain": op_drain}
+       "unpickle": op_unpickle, "copy": op_copy, "ahead": op_ahead, "drain": op_drain,
+       "dictof": op_dictof}
 
 
 _IMMUTABLE = (str, bytes, int, float, complex, bool, type(None))

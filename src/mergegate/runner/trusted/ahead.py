@@ -74,7 +74,7 @@ class Reader:
 
 
 def drain(ch: Any, handle: Any) -> Any:
-    """``iter(handle)`` for a builtin consumer that takes every item at once (``callsite.drained_at_once``): the
+    """``iter(handle)`` for a builtin consumer that takes every item at once (``consumers.consumer``): the
     iterator, its first batch already read in the largest size (one request where ``iter``, a batch of one and
     one of 16 were three), as ``draining`` reads the rest."""
     reply = ch.exchange(("drain", ch.enc(handle), SIZES[-1]))

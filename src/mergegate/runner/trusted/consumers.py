@@ -7,7 +7,8 @@ it, with no code of the property's running between the items (a ``set`` hashes t
 few items. bidict's state machine makes tens of thousands of them (docs/adoption.md). Where the frame that
 called ``__iter__`` is executing a call of ``list``, ``tuple``, ``sorted``, ``set`` or ``frozenset`` with one
 argument and no keywords, the name loaded as the builtin itself, ``iter`` and the first batch of 64 are one request
-(``ahead.drain``), as ``draining`` reads an iterator whole.
+(``ahead.drain``), as ``draining`` reads an iterator whole; for ``dict`` the subject builds the whole dict
+(``dictcopy.py``).
 
 The call is found as ``callsite.py`` finds a read's call: the name's load followed on the stack, through
 straight-line code only (a jump, or a jump's target, between them and nothing is found), to the call that takes
@@ -27,21 +28,23 @@ from types import CodeType, FrameType
 
 from mergegate.runner.trusted import callsite
 
-DRAINS = frozenset({"list", "tuple", "sorted", "set", "frozenset"})
+DRAINS = frozenset({"list", "tuple", "sorted", "set", "frozenset", "dict"})  # dict: ``dictcopy.py``
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 _SITES: dict[CodeType, dict[int, str]] = {}  # per code object: offset of a drain's call -> the builtin's name
 
 
-def drained_at_once(frame: FrameType | None) -> bool:
-    """Whether ``frame`` is executing a call of a builtin that drains its one argument whole."""
+def consumer(frame: FrameType | None) -> str | None:
+    """The builtin (of ``DRAINS``) ``frame`` is executing a call of, with one argument; None where it is not one."""
     if frame is None or not callsite.KNOWN:
-        return False
+        return None
     code = frame.f_code
     sites = _SITES.get(code)
     if sites is None:
         sites = _SITES[code] = drain_calls(code)
     name = sites.get(frame.f_lasti)
-    return name is not None and frame.f_globals.get(name, frame.f_builtins.get(name)) is getattr(builtins, name)
+    if name is None or frame.f_globals.get(name, frame.f_builtins.get(name)) is not getattr(builtins, name):
+        return None
+    return name
 
 
 def drain_calls(code: CodeType) -> dict[int, str]:

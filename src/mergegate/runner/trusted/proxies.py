@@ -15,9 +15,10 @@ import types
 from collections.abc import Callable
 from typing import Any, Literal
 
+import mergegate.runner.trusted.dictcopy as dictcopy
 from mergegate.runner.trusted import callsite, classdefs, frozen, guess, hierarchy, methods, pickles, snapshots
 from mergegate.runner.trusted.ahead import drain
-from mergegate.runner.trusted.consumers import drained_at_once
+from mergegate.runner.trusted.consumers import consumer
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
 from mergegate.runner.trusted.local_names import HARNESS, MODULE_LOCAL
@@ -48,6 +49,8 @@ class Remote:
         if name in HARNESS:
             raise AttributeError(name)
         ch = channel_of(self)
+        if name == "keys" and consumer(sys._getframe(1)) == "dict":  # dict(x): built in one request (``dictcopy``)
+            return dictcopy.keys_read(ch, self, sys._getframe(1))
         key = (object.__getattribute__(self, "_gate_type"), name)
         known = getattr(ch, "methods", None)  # a Link may keep none (then every read is one)
         if known is not None and key in known and callsite.called_at_once(sys._getframe(1)):
@@ -155,13 +158,17 @@ class Remote:
         items = frozen.items(object.__getattribute__(self, "_gate_frozen"))
         if items is not None:
             return iter(items)
-        if drained_at_once(sys._getframe(1)):  # list(x), frozenset(x)...: iter and a first batch at once
-            return drain(channel_of(self), self)
-        return channel_of(self).op("iter", self)
+        ch, frame = channel_of(self), sys._getframe(1)
+        name = consumer(frame)  # list(x), frozenset(x)...: iter and a first batch in one request
+        copied = dictcopy.pairs(ch, self, frame) if name == "dict" else None  # dict(x) of pairs: its copy's
+        return copied if copied is not None else drain(ch, self) if name else ch.op("iter", self)
 
     def __getitem__(self, key: Any) -> Any:
         items = frozen.items(object.__getattribute__(self, "_gate_frozen"))
-        return items[key] if items is not None else channel_of(self).op("getitem", self, key)
+        if items is not None:
+            return items[key]
+        found, value = dictcopy.item(channel_of(self), self, sys._getframe(1), key) if dictcopy.NOW[0] else (0, 0)
+        return value if found else channel_of(self).op("getitem", self, key)
 
     def __next__(self) -> Any:
         reader = object.__getattribute__(self, "_gate_ahead")
@@ -198,10 +205,6 @@ Remote.gate_snapshot = staticmethod(_snap)  # type: ignore[attr-defined]
 Remote.__signature__ = property(methods.signature)  # type: ignore[assignment,method-assign]
 
 
-def _is_remote(value: Any) -> bool:
-    return remote_id(value) is not None
-
-
 def _refuse(name: str, value: Any) -> SealedCallError:
     return SealedCallError(
         f"a production object met the property's own {type(value).__qualname__} in `{name}`: the answer would be "
@@ -217,8 +220,8 @@ def _forward(name: str, reflected: bool = False, strict: bool = False) -> Callab
     number (a production object standing in for one would choose the property's arithmetic)."""
     def method(self: Any, *args: Any) -> Any:
         result = channel_of(self).op(name, *args, self) if reflected else channel_of(self).op(name, self, *args)
-        if strict and isinstance(result, NUMBERS) and not all(_is_remote(a) for a in args):
-            raise _refuse(name, next(a for a in args if not _is_remote(a)))
+        if strict and isinstance(result, NUMBERS) and not all(remote_id(a) is not None for a in args):
+            raise _refuse(name, next(a for a in args if remote_id(a) is None))
         return result
     return method
 
@@ -313,7 +316,7 @@ class RemoteType(type):
     def __instancecheck__(cls, obj: Any) -> bool:
         if type(type(obj)) is RemoteType:  # an exception raised here from a production class: its real classes
             return type.__subclasscheck__(cls, type(obj))
-        if not _is_remote(obj):  # the evaluator's own value is never an instance of a nominal production class;
+        if remote_id(obj) is None:  # the evaluator's own value is never an instance of a nominal production class;
             # of a typing.Protocol (bidict's Maplike) it is one when it has the members: production's check, as
             # any isinstance of its classes, run on a copy of the object
             return _structural(cls) and channel_of(cls).op("isinstance", obj, cls) is True
