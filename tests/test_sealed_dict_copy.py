@@ -64,6 +64,25 @@ class Broken(collections.abc.Mapping):
         return 1
 
 
+class KeysFails(collections.abc.Mapping):
+    """Its keys() raises AttributeError: dict() raises it (its read of keys found the method)."""
+    def keys(self):
+        raise AttributeError("production's keys() failed")
+    def __iter__(self):
+        READS.append(("iter",))
+        return iter(["a"])
+    def __getitem__(self, key):
+        return 1
+    def __len__(self):
+        return 1
+
+
+class PairsFail:
+    def __iter__(self):
+        yield ("a", 1)
+        raise ValueError("the pairs broke")
+
+
 @dataclasses.dataclass(frozen=True)
 class Key:
     n: int
@@ -122,6 +141,12 @@ def test_dict_of_pairs_and_of_production_keys(mod: Any) -> None:
 def test_production_errors_come_from_dict_as_they_would(mod: Any) -> None:
     with pytest.raises(ValueError, match="cannot read 'a'"):
         dict(mod.Broken())
+    mod.reads()
+    with pytest.raises(AttributeError, match="keys\\(\\) failed"):  # not taken for "no keys": its pairs never read
+        dict(mod.KeysFails())
+    assert mod.reads() == []
+    with pytest.raises(ValueError, match="the pairs broke"):
+        dict(mod.PairsFail())
 
 
 def test_a_rebound_dict_or_another_call_shape_is_not_copied(mod: Any) -> None:
@@ -185,11 +210,11 @@ _real = _server.OPS["dictof"]
 
 def _dictof(s, target):
     reply = _real(s, target)
-    if reply[0] != "ok":
+    if reply[0] != "ok" or reply[1] is None:
         return reply
     flat = reply[1][1:]  # key, value, key, value...
     kept = [x for i in range(0, len(flat), 2) if flat[i] != 7 for x in flat[i:i + 2]]
-    return ["ok", ["d", *kept], reply[2]]
+    return ["ok", ["d", *kept], reply[2], reply[3]]
 
 
 _server.OPS["dictof"] = _dictof

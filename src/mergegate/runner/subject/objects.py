@@ -211,11 +211,16 @@ def op_drain(s: Session, target: Any, count: Any) -> list[Any]:
 
 def op_dictof(s: Session, target: Any) -> list[Any]:
     """``dict(x)`` as the builtin builds it (``trusted/dictcopy.py``): ``x.keys`` read, read again and called, its
-    keys listed, ``x[k]`` read for each; else, with no ``keys``, ``x``'s pairs. The dict, and whether ``keys`` was."""
+    keys listed, ``x[k]`` read for each; else, with no ``keys``, ``x``'s pairs. The dict (or what production raised
+    after the first read: ``dict()`` raises it, where an ``AttributeError`` from the read itself means no ``keys``),
+    and whether ``keys`` was there."""
     obj, missing = s.dec(target), object()
-    if getattr(obj, "keys", missing) is missing:
-        return ["ok", s.enc(dict(iter(obj))), False]
-    return ["ok", s.enc({key: obj[key] for key in list(obj.keys())}), True]
+    has = getattr(obj, "keys", missing) is not missing
+    try:
+        built = {key: obj[key] for key in list(obj.keys())} if has else dict(iter(obj))
+    except BaseException as exc:
+        return ["ok", None, has, s.error(exc)]
+    return ["ok", s.enc(built), has, None]
 
 
 def _batch(s: Session, it: Any, count: Any) -> tuple[list[Any], Any]:

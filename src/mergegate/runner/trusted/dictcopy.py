@@ -31,13 +31,17 @@ class Copy:
     It holds the handle weakly and the frame by its id (with its code and instruction): a copy left behind keeps
     no object of production's or the property's alive (``weakref`` tests see what one process shows them)."""
 
-    __slots__ = ("calls", "code", "data", "frame", "handle", "lasti", "served", "step")
+    __slots__ = ("calls", "code", "data", "failure", "frame", "handle", "lasti", "served", "step")
 
-    def __init__(self, handle: Any, frame: FrameType, calls: int, data: dict[Any, Any], step: str) -> None:
+    def __init__(self, handle: Any, frame: FrameType, calls: int, data: dict[Any, Any], step: str,
+                 failure: BaseException | None) -> None:
         self.handle, self.frame, self.code, self.lasti = weakref.ref(handle), id(frame), frame.f_code, frame.f_lasti
-        self.calls, self.data, self.step, self.served = calls, data, step, 0
+        self.calls, self.data, self.step, self.failure, self.served = calls, data, step, failure, 0
 
     def keys(self) -> list[Any]:
+        if self.failure is not None:  # what production raised building it: dict() raises it from here
+            NOW[0] = None
+            raise self.failure
         return list(self.data)
 
 
@@ -51,12 +55,13 @@ def keys_read(ch: Any, handle: Any, frame: FrameType) -> Any:
         now.step = "listed"
         return now.keys
     reply = ch.exchange(("dictof", ch.enc(handle)))
-    if reply[0] != "ok":
+    if reply[0] != "ok":  # production's error reading ``keys``: dict() raises it there too
         raise ch.error(reply, stop_allowed=False)
-    data = ch.dec(reply[1]) if len(reply) == 3 and type(reply[2]) is bool else None
-    if type(data) is not dict:
+    failure = ch.error(reply[3], stop_allowed=False) if len(reply) == 4 and reply[3] is not None else None
+    data = {} if failure is not None else ch.dec(reply[1]) if len(reply) == 4 else None
+    if type(data) is not dict or type(reply[2]) is not bool or type(failure) is SealedCallError:
         raise SealedCallError(f"the subject sent a malformed dict: {str(reply)[:120]}")
-    copy = NOW[0] = Copy(handle, frame, ch.calls, data, "probed" if reply[2] else "pairs")
+    copy = NOW[0] = Copy(handle, frame, ch.calls, data, "probed" if reply[2] else "pairs", failure)
     if copy.step == "pairs":
         raise AttributeError("keys")  # no keys: the builtin asks for the pairs next (``pairs``)
     return copy.keys
@@ -79,6 +84,8 @@ def pairs(ch: Any, handle: Any, frame: FrameType) -> Any:
     if now is None:
         return None
     NOW[0] = None
+    if now.failure is not None:
+        raise now.failure
     return iter(list(now.data.items()))
 
 
