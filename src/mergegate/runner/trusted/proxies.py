@@ -49,8 +49,8 @@ class Remote:
         if name in HARNESS:
             raise AttributeError(name)
         ch = channel_of(self)
-        if name == "keys" and consumer(sys._getframe(1)) == "dict":  # dict(x): built in one request (``dictcopy``)
-            return dictcopy.keys_read(ch, self, sys._getframe(1))
+        if name == "keys" and consumer(frame := sys._getframe(1)) == "dict":  # dict(x): one request (``dictcopy``)
+            return dictcopy.keys_read(ch, self, frame)
         key = (object.__getattribute__(self, "_gate_type"), name)
         known = getattr(ch, "methods", None)  # a Link may keep none (then every read is one)
         if known is not None and key in known and callsite.called_at_once(sys._getframe(1)):
@@ -167,7 +167,7 @@ class Remote:
         items = frozen.items(object.__getattribute__(self, "_gate_frozen"))
         if items is not None:
             return items[key]
-        found, value = dictcopy.item(channel_of(self), self, sys._getframe(1), key) if dictcopy.NOW[0] else (0, 0)
+        found, value = dictcopy.item(channel_of(self), self, sys._getframe(1), key) if dictcopy.NOW[0] else (False, 0)
         return value if found else channel_of(self).op("getitem", self, key)
 
     def __next__(self) -> Any:
