@@ -79,6 +79,35 @@ def test_edge_values(value: Any) -> None:
     assert out == value or (isinstance(value, float) and math.isnan(value) and math.isnan(out))
 
 
+class Opaque:
+    """Neither plain data nor a class: encoded by ``other``, always."""
+
+
+class Meta(type):
+    pass
+
+
+def test_a_kind_encoded_by_reference_once_goes_there_at_once_and_is_never_named() -> None:
+    refs: list[Any] = []
+
+    def other(value: Any) -> list[Any]:
+        refs.append(value)
+        return ["h", len(refs)]
+
+    first, second = Opaque(), Opaque()
+    assert codec.encode(first, other) == ["h", 1] and Opaque in codec.BY_REFERENCE
+    assert codec.encode(["x", second], other) == ["l", "x", ["h", 2]]  # inside a value, the same
+    args, _kw = codec.encode_call([first, 2**40, second], None, other)
+    assert args[1] == ["h", 3] and args[3] == ["h", 4], args  # references: never ``["=", name, ...]``
+    assert args[2][0] == "=", args  # the plain value beside them still named
+    codec.SAME.forget([args[2][1]])
+    # a class's values (classes) may be builtin types: never memoized, each asked as itself
+    assert codec.encode(int, other) == ["B", "int"] and type not in codec.BY_REFERENCE
+    assert codec.encode(Meta("K", (), {}), other) == ["h", 5] and Meta not in codec.BY_REFERENCE
+    # plain data and its subclasses as before
+    assert codec.encode(EvilInt(3), other) == 3 and EvilInt not in codec.BY_REFERENCE
+
+
 class EvilInt(int):
     def __eq__(self, other: object) -> bool:
         return True

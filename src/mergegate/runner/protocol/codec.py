@@ -25,18 +25,14 @@ import datetime as dt
 import decimal
 import fractions
 import keyword
-import pathlib
-import re
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from . import identity, mappings
+from . import identity, mappings, textual
 
 MAX_DEPTH = 100
 MAX_INT_HEX = 1 << 16  # hex digits of one integer (about 78,000 decimal digits)
-MAX_PATTERN = 1 << 16  # characters of one regular expression's source
-MAX_PATH = 1 << 16  # characters of one path
 SMALL_INT = 1 << 53  # JSON numbers beyond this lose precision in many readers: tag them
 
 BUILTIN_TYPES = {t.__name__: t for t in (
@@ -58,8 +54,17 @@ Other = Callable[[Any], list[Any]]  # an object that is not plain data -> its re
 SAME = identity.Identity(0)  # this process's table of named values (``identity.py``); its connection's owner sets it
 
 
+# Kinds whose every value is encoded by ``other`` (not plain data, not a class): found by ``encode`` once per kind,
+# then sent there at once.  Which branch a value takes depends on its type alone (exact type, then its bases), and
+# none of these is ever named (``identity`` names immutable plain values only).  A stand-in for a production object
+# is most arguments of most requests.
+BY_REFERENCE: set[type] = set()
+
+
 def encode(value: Any, other: Other, depth: int = 0) -> Any:
     """``value`` as a JSON-ready structure; ``other`` encodes what is not plain data."""
+    if type(value) in BY_REFERENCE:
+        return other(value)
     if SAME.names:
         name = SAME.names.get(id(value))
         if name is not None:
@@ -78,7 +83,12 @@ def encode(value: Any, other: Other, depth: int = 0) -> Any:
         for base, enc in _SUBCLASS_ENCODERS:
             if issubclass(kind, base):
                 return enc(value, other, depth + 1)
-    return builtin_type(value) or other(value)
+    named = builtin_type(value)
+    if named is not None:
+        return named
+    if not issubclass(kind, type):  # a class's values may be builtin types: asked each time
+        BY_REFERENCE.add(kind)
+    return other(value)
 
 
 def encode_call(args: Sequence[Any], kwargs: dict[str, Any] | None, other: Other) -> tuple[list[Any], list[Any]]:
@@ -93,6 +103,9 @@ def encode_call(args: Sequence[Any], kwargs: dict[str, Any] | None, other: Other
         for into, key, value in pairs:
             if key is not None:
                 into.append(key)
+            if type(value) in BY_REFERENCE:  # a reference, never named
+                into.append(other(value))
+                continue
             known = same.names.get(id(value))
             if known is not None:
                 into.append(["~", known])
@@ -184,13 +197,9 @@ _ENCODERS: dict[type, Callable[[Any, Other, int], Any]] = {
     range: lambda v, o, d: ["r", encode(v.start, o, d), encode(v.stop, o, d), encode(v.step, o, d)],
     slice: lambda v, o, d: ["sl", encode(v.start, o, d), encode(v.stop, o, d), encode(v.step, o, d)],
     type(...): lambda v, o, d: ["..."],
-    re.Pattern: lambda v, o, d: ["re", encode(v.pattern, o, d), v.flags],
 }
-# pathlib's own path classes (not subclasses): a path is its text; the receiving side's class holds it
-_PATHS: dict[str, type] = {c.__name__: c for c in (pathlib.PurePath, pathlib.PurePosixPath, pathlib.PureWindowsPath,
-                                                   pathlib.Path, pathlib.PosixPath, pathlib.WindowsPath)}
-_ENCODERS.update({c: lambda v, o, d: ["p", type(v).__name__, str(v)] for c in _PATHS.values()})
-EXACT = frozenset({re.Pattern, *_PATHS.values()})  # plain data only as exactly these types (a subclass stays a handle)
+_ENCODERS.update(textual.encoders(encode))  # a compiled pattern, pathlib's own paths
+EXACT = frozenset(textual.encoders(encode))  # plain data only as exactly these types (a subclass stays a handle)
 
 _FRACTION: dict[str, Any] = dict(vars(fractions.Fraction))
 _UUID: dict[str, Any] = dict(vars(uuid.UUID))
@@ -317,27 +326,6 @@ def _dec_zoned(data: list[Any], resolve: Resolve, depth: int) -> dt.datetime:
     return dt.datetime.replace(wall, tzinfo=zone, fold=data[2])
 
 
-def _pattern(data: list[Any], resolve: Resolve, depth: int) -> re.Pattern[Any]:
-    """A compiled regular expression: its source and flags, compiled by this side's own ``re``."""
-    source: Any = decode(data[1], resolve, depth) if len(data) == 3 else None
-    if type(source) not in (str, bytes) or type(data[2]) is not int or len(source) > MAX_PATTERN:
-        raise CodecError("malformed regular expression")
-    try:
-        return re.compile(source, data[2])
-    except (re.error, ValueError, OverflowError) as exc:
-        raise CodecError(f"malformed regular expression: {exc}") from None
-
-
-def _path(data: list[Any], resolve: Resolve, depth: int) -> pathlib.PurePath:
-    cls, text = _PATHS.get(_text(data[1])), _text(data[2]) if len(data) == 3 else None
-    if cls is None or text is None or len(text) > MAX_PATH:
-        raise CodecError("malformed path")
-    try:
-        return cls(text)  # type: ignore[no-any-return]
-    except NotImplementedError:  # a Windows path on POSIX (or the reverse): this side cannot make one
-        raise CodecError(f"cannot make a {data[1]} here") from None
-
-
 def _number(value: Any) -> float:
     if type(value) not in (int, float):
         raise CodecError("malformed value: expected a number")
@@ -388,8 +376,6 @@ _DECODERS: dict[str, Callable[[list[Any], Resolve, int], Any]] = {
     "sl": lambda d, r, n: slice(*_each(d, r, n)),
     "...": lambda d, r, n: ...,
     "B": _dec_builtin,
-    "re": _pattern,
-    "p": _path,
     "=": _named,
     "~": lambda d, r, n: SAME.get(d[1]) if len(d) == 2 else SAME.get(None),
 }
@@ -397,4 +383,5 @@ _ENCODERS.update(mappings.encoders(encode))  # OrderedDict, defaultdict, Counter
 # ... and a subclass of one as that type, not as a dict: an OrderedDict's order is part of its ``==``
 _SUBCLASS_ENCODERS[:0] = mappings.encoders(encode).items()
 _DECODERS.update(mappings.decoders(decode, CodecError))
+_DECODERS.update(textual.decoders(decode, CodecError))
 

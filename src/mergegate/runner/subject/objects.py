@@ -223,6 +223,44 @@ def op_dictof(s: Session, target: Any) -> list[Any]:
     return ["ok", s.enc(built), has, None]
 
 
+def op_getattrs(s: Session, target: Any, names: Any) -> list[Any]:
+    """``target.a.b``: the reads one after another, each of the value before, as one process makes them
+    (``trusted/chains.py``); each value as ``getattr`` sends it.  The first read that raises ends them, its error in
+    its value's place; so does a value the evaluator does not stand in for with an object's stand-in (a class, a
+    module, plain data: the evaluator reads those itself)."""
+    if type(names) is not list or not names or not all(type(n) is str for n in names):
+        raise ValueError("getattrs takes a list of names")
+    owner, out = s.dec(target), list[Any]()
+    for name in names:
+        try:
+            owner = getattr(owner, name)
+        except BaseException as exc:
+            return ["ok", [*out, s.error(exc)]]
+        sent = s.out(owner)
+        out.append(["ok", sent])
+        if isinstance(owner, (type, types.ModuleType)) or type(sent) is not list or sent[:1] not in (["h"], ["H"]):
+            break
+    return ["ok", out]
+
+
+def op_calliter(s: Session, target: Any, name: Any, args: Any, kwargs: Any) -> list[Any]:
+    """``target(*args)`` (or ``target.name(*args)``) and then ``iter`` of its value, as ``for x in obj.f():`` does
+    (``trusted/iterated.py``): the value as a call sends it, and its iterator (or what ``iter`` raised) where the
+    evaluator's stand-in would ask for one: a production object that is not a class, a module, a builtin iterator
+    or a tuple of its own."""
+    fn = s.dec(target) if name is None else getattr(s.dec(target), str(name))
+    value = fn(*s.dec(args), **s.dec(kwargs))
+    sent = s.out(value)
+    if type(sent) is not list or sent[:1] not in (["h"], ["H"]) or isinstance(value, (type, types.ModuleType)) \
+            or iterator(value) or issubclass(type(value), tuple):
+        return ["ok", sent, None]
+    try:
+        it = iter(value)
+    except BaseException as exc:
+        return ["ok", sent, s.error(exc)]
+    return ["ok", sent, ["ok", s.enc(it)]]
+
+
 def _batch(s: Session, it: Any, count: Any) -> tuple[list[Any], Any]:
     items: list[Any] = []
     end = None
@@ -270,7 +308,8 @@ def iterator(obj: Any) -> bool:
 
 OPS = {"signature": op_signature, "snapshot": op_snapshot, "defclass": op_defclass, "pickle": op_pickle,
        "unpickle": op_unpickle, "copy": op_copy, "ahead": op_ahead, "drain": op_drain,
-       "dictof": op_dictof}
+       "dictof": op_dictof, "getattrs": op_getattrs,
+       "calliter": op_calliter}
 
 
 _IMMUTABLE = (str, bytes, int, float, complex, bool, type(None))

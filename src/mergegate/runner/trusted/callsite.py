@@ -116,6 +116,9 @@ def _method_read(ins: dis.Instruction) -> bool:
                                            and type(ins.arg) is int and bool(ins.arg & 1))
 
 
+METHOD_READ = _method_read  # ``chains.py`` tells a plain read from a method's the same way
+
+
 def _rewritten_callee(ops: list[dis.Instruction], store: int) -> bool:
     """``ops[store]`` stores into an assertion temporary that is the callee of the next call, with nothing but
     quiet instructions between."""

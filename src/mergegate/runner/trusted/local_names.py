@@ -1,6 +1,10 @@
-"""Names a stand-in answers itself, never asking production: the test harness's probes and a module's own."""
+"""Names a stand-in answers itself, never asking production: the test harness's probes, a module's own, typing's
+subscripts."""
 
 from __future__ import annotations
+
+import types
+from typing import Any
 
 # What the test harness (pytest, unittest, Hypothesis) asks of every object in a test module to
 # decide what is a test, a fixture, a mark or a skip.  Answered here, never by production: a
@@ -20,3 +24,14 @@ HARNESS = frozenset({
 # of "local" modules for constants; a stand-in has no source here).
 MODULE_LOCAL = frozenset({"__path__", "__spec__", "__loader__", "__package__", "__name__", "__cached__",
                           "__builtins__", "__getattr__", "__dir__", "__class__", "__dict__", "__file__"})
+
+
+def typing_key(key: Any, stand_in: type) -> bool:
+    """``Base[KT, VT]`` in an annotation or alias: a subscript of type variables, typing's forms or real classes
+    (``stand_in``, the metaclass of production classes' stand-ins, excepted): typing's, answered here."""
+    import typing
+
+    keys = key if type(key) is tuple else (key,)
+    return bool(keys) and all(isinstance(k, (typing.TypeVar, typing.ParamSpec, types.GenericAlias))
+                              or type(k).__module__ == "typing"
+                              or (issubclass(type(k), type) and type(k) is not stand_in) for k in keys)

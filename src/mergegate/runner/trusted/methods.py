@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any
 
+from mergegate.runner.trusted import iterated
 from mergegate.runner.trusted.link import Link
 
 
@@ -22,7 +24,11 @@ class Method:
         self._gate_self, self._gate_name, self._gate_value = owner, name, None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        ch = _channel(self._gate_self)
+        ch, frame = _channel(self._gate_self), sys._getframe(1)
+        at = iterated.iterated_at_once(frame)  # ``for x in obj.f():``: its iterator with it (``iterated.py``)
+        if at is not None:
+            return iterated.call(ch, ("calliter", ch.enc(self._gate_self), self._gate_name, *ch.args(args, kwargs)),
+                                 frame, at)
         return ch.request("callattr", ch.enc(self._gate_self), self._gate_name, *ch.args(args, kwargs))
 
     def gate_read(self) -> Any:

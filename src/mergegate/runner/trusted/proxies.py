@@ -16,12 +16,13 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import mergegate.runner.trusted.dictcopy as dictcopy
-from mergegate.runner.trusted import callsite, classdefs, frozen, guess, hierarchy, methods, pickles, snapshots
+import mergegate.runner.trusted.iterated as iterated
+from mergegate.runner.trusted import callsite, chains, classdefs, frozen, guess, hierarchy, methods, pickles, snapshots
 from mergegate.runner.trusted.ahead import drain
 from mergegate.runner.trusted.consumers import consumer
 from mergegate.runner.trusted.faults import ProductionError, SealedCallError
 from mergegate.runner.trusted.link import Link
-from mergegate.runner.trusted.local_names import HARNESS, MODULE_LOCAL
+from mergegate.runner.trusted.local_names import HARNESS, MODULE_LOCAL, typing_key
 
 BUILTIN_EXCEPTIONS, ITERATION_ENDS = hierarchy.BUILTIN_EXCEPTIONS, hierarchy.ITERATION_ENDS
 
@@ -48,14 +49,16 @@ class Remote:
     def __getattr__(self, name: str) -> Any:
         if name in HARNESS:
             raise AttributeError(name)
-        ch = channel_of(self)
-        if name == "keys" and consumer(frame := sys._getframe(1)) == "dict":  # dict(x): one request (``dictcopy``)
-            return dictcopy.keys_read(ch, self, frame)
+        ch, frame = channel_of(self), sys._getframe(1)
+        came, value = chains.take(ch, self, name, frame)  # read with the read before it (``chains.py``)
         key = (object.__getattribute__(self, "_gate_type"), name)
         known = getattr(ch, "methods", None)  # a Link may keep none (then every read is one)
-        if known is not None and key in known and callsite.called_at_once(sys._getframe(1)):
+        if not came and name == "keys" and consumer(frame) == "dict":  # dict(x): one request (``dictcopy``)
+            return dictcopy.keys_read(ch, self, frame)
+        if not came and known is not None and key in known and callsite.called_at_once(frame):
             return methods.Method(self, name)  # a method of this type, called before anything runs: one request
-        value = ch.getattr(self, name)
+        if not came:  # ``a.b.c``: the reads after this one at once come with it; else a plain read (``chains.py``)
+            value = chains.read(ch, self, name, frame)
         if known is not None and type(value) is Remote and object.__getattribute__(value, "_gate_type") == "method":
             known.add(key)
         return value
@@ -67,7 +70,10 @@ class Remote:
         channel_of(self).request("delattr", channel_of(self).enc(self), name)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return channel_of(self).call(self, args, kwargs)
+        ch, frame = channel_of(self), sys._getframe(1)
+        at = iterated.iterated_at_once(frame)  # ``for x in f():``: its iterator with it (``iterated.py``)
+        return ch.call(self, args, kwargs) if at is None else \
+            iterated.call(ch, ("calliter", ch.enc(self), None, *ch.args(args, kwargs)), frame, at)
 
     def __repr__(self) -> str:
         text = channel_of(self).op("repr", self)
@@ -159,6 +165,9 @@ class Remote:
         if items is not None:
             return iter(items)
         ch, frame = channel_of(self), sys._getframe(1)
+        came, it = iterated.take(ch, self, frame)  # asked with the call that returned it (``iterated.py``)
+        if came:
+            return it
         name = consumer(frame)  # list(x), frozenset(x)...: iter and a first batch in one request
         copied = dictcopy.pairs(ch, self, frame) if name == "dict" else None  # dict(x) of pairs: its copy's
         return copied if copied is not None else drain(ch, self) if name else ch.op("iter", self)
@@ -345,7 +354,7 @@ class RemoteType(type):
         return True  # a class is true; ``if cls:`` must not ask production for its length
 
     def __getitem__(cls, key: Any) -> Any:
-        if _typing_key(key):  # ``Base[KT, VT]`` in an annotation or alias: typing's, answered here
+        if typing_key(key, RemoteType):  # ``Base[KT, VT]`` in an annotation or alias: typing's, answered here
             return types.GenericAlias(cls, key)
         return channel_of(cls).op("getitem", cls, key)
 
@@ -354,15 +363,6 @@ class RemoteType(type):
 
     def __repr__(cls) -> str:
         return f"<production class {type.__getattribute__(cls, '__qualname__')}>"
-
-
-def _typing_key(key: Any) -> bool:
-    import typing
-
-    keys = key if type(key) is tuple else (key,)
-    return bool(keys) and all(isinstance(k, (typing.TypeVar, typing.ParamSpec, types.GenericAlias))
-                              or type(k).__module__ == "typing"
-                              or (issubclass(type(k), type) and type(k) is not RemoteType) for k in keys)
 
 
 _CALLS = frozenset({"function", "builtin_function_or_method", "method", "partial"})  # fused when called at once

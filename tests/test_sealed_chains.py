@@ -1,0 +1,347 @@
+"""``a.b.c`` of a production object in one request (``trusted/chains.py``), and ``for x in obj.f():``'s call and
+``iter`` in one (``trusted/iterated.py``), against a real subject.
+
+What must hold: the values and identities one process gives, production's reads and calls made in the caller's
+order, production's errors raised from the step that made them, nothing answered from what came once anything
+else ran or was asked, and a malformed reply refused.
+"""
+
+from __future__ import annotations
+
+import dis
+import sys
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from mergegate.runner.subject import sandbox
+from mergegate.runner.trusted import chains, iterated, proxies, standins
+from tests.helpers import production_subject
+
+PRODUCTION = '''
+import sys
+
+READS = []
+
+
+class Node:
+    """Writes down every read of its own attributes (not the dunders Python reads)."""
+    def __init__(self, value, nxt=None):
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "next", nxt)
+        object.__setattr__(self, "kind", Node)
+    def __getattribute__(self, name):
+        if not name.startswith("__"):
+            READS.append(name)
+        return object.__getattribute__(self, name)
+    @property
+    def broken(self):
+        raise ValueError("node %r cannot be read" % object.__getattribute__(self, "value"))
+    def relink(self, other):
+        object.__setattr__(self, "next", other)
+
+
+def chain(n):
+    node = None
+    for value in reversed(range(n)):
+        node = Node(value, node)
+    return node
+
+
+def mark():
+    READS.append("mark")
+
+
+def same(b):
+    return b
+
+
+def add_two(b):
+    b.put(2)
+
+
+def relink_second(node, other):
+    object.__getattribute__(node, "next").relink(other)
+
+
+def reads():
+    out = list(READS)
+    READS.clear()
+    return out
+
+
+class Bag:
+    """Its iterator over what it holds when asked; writes down each ``iter``."""
+    def __init__(self, items):
+        self.items = list(items)
+    def __iter__(self):
+        READS.append("iter")
+        return iter(list(self.items))
+    def put(self, item):
+        self.items.append(item)
+
+
+class Unloopable:
+    def __iter__(self):
+        raise TypeError("production refuses to be looped over")
+
+
+def bag(*items):
+    READS.append("bag")
+    return Bag(items)
+
+
+def unloopable():
+    return Unloopable()
+
+
+def plain():
+    return [1, 2, 3]
+
+
+def counting():
+    yield from range(3)
+
+
+def lying(reply, op="getattrs"):
+    """A hostile subject from now on: every reply to ``op`` is ``reply``."""
+    server = sys.modules["__main__"]
+    server.OPS[op] = lambda s, *args: reply
+'''
+
+
+@pytest.fixture(scope="module")
+def subject(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Subject]:
+    yield from production_subject(tmp_path_factory, "chainmod", PRODUCTION, "ch")
+
+
+@pytest.fixture
+def mod(subject: sandbox.Subject) -> Any:
+    return standins.Channel(subject.socket_path).request("import", "chainmod")
+
+
+def test_a_chain_of_reads_is_one_request_and_the_same_reads(mod: Any) -> None:
+    ch = proxies.channel_of(mod)
+    head = mod.chain(5)
+    third = head.next.next
+    mod.reads()
+    before = ch.calls
+    got = head.next.next.next.value  # four reads: one request (was four)
+    assert ch.calls - before == 1, ch.calls - before
+    assert got == 3 and mod.reads() == ["next", "next", "next", "value"]
+    before = ch.calls
+    assert head.next.next is third  # pytest's temporaries between the reads: still one request
+    assert ch.calls - before == 1 and mod.reads() == ["next", "next"]
+    before = ch.calls
+    stored = head.next  # a local stored and loaded back: the same
+    again = stored.next
+    assert again is third and ch.calls - before == 1 and mod.reads() == ["next", "next"]
+    before = ch.calls
+    assert head.value == 0 and ch.calls - before == 1  # one read: a plain read, as before
+
+
+def test_a_read_that_fails_raises_from_that_read(mod: Any) -> None:
+    head = mod.chain(3)
+    mod.reads()
+    with pytest.raises(AttributeError, match="missing"):
+        head.next.missing.value  # noqa: B018
+    assert mod.reads() == ["next", "missing"]  # the read after the failed one is never made
+    with pytest.raises(ValueError, match="node 1 cannot be read"):
+        head.next.broken.value  # noqa: B018
+    assert mod.reads() == ["next", "broken"]
+    assert head.next.next.value == 2  # a chain after a failed one: as before
+
+
+def test_a_class_or_plain_value_ends_what_the_subject_reads(mod: Any) -> None:
+    ch = proxies.channel_of(mod)
+    head = mod.chain(2)
+    mod.reads()
+    before = ch.calls
+    assert head.next.kind.__name__ == "Node"  # a class: the subject stops there, its name read here
+    assert mod.reads() == ["next", "kind"] and ch.calls - before == 2, ch.calls - before
+    assert head.next.value.real == 1 and head.next.value.bit_length() == 1  # plain data: read here, as before
+    assert mod.reads() == ["next", "value", "next", "value"]
+    assert head.next.__class__ is head.kind  # the stand-in's own name ends the chain before it
+
+
+def test_nothing_is_answered_from_what_came_once_anything_else_ran(mod: Any) -> None:
+    head, other = mod.chain(3), mod.chain(7)
+    mod.reads()
+    x = head.next
+    mod.mark()  # code between the reads: not one chain
+    y = x.next
+    assert y.value == 2 and mod.reads() == ["next", "mark", "next", "value"]
+
+    def between(frame: FrameType, event: str, arg: Any) -> Any:  # a tracer runs between two opcodes of a chain
+        frame.f_trace_opcodes = True
+        if event == "opcode" and frame.f_code is reach.__code__ and frame.f_lasti == second and not done:
+            done.append(chains.NOW[0] is not None)  # the second read came with the first
+            mod.relink_second(head, other)  # production changed between the reads (a request, no stand-in read)
+        return between
+
+    def reach(node: Any) -> Any:
+        return node.next.next
+
+    second = [i.offset for i in dis.get_instructions(reach.__code__) if i.opname == "LOAD_ATTR"][1]
+    done: list[bool] = []
+    sys.settrace(between)
+    try:
+        got = reach(head)
+    finally:
+        sys.settrace(None)
+    assert done == [True]
+    assert got is other, "a value that came before production changed was used"
+    # the first read, the second made with it, the tracer's relink, and the second asked again
+    assert mod.reads() == ["next", "next", "relink", "next"] and chains.NOW[0] is None
+
+
+def test_a_malformed_reply_is_refused(mod: Any) -> None:
+    head = mod.chain(3)
+    mod.lying(["ok", [["err", "ValueError"], ["ok", 1]]])  # an error before a value
+    with pytest.raises(standins.SealedCallError, match="malformed"):
+        head.next.next  # noqa: B018
+    mod.lying(["ok", [["ok", 1], ["ok", 2], ["ok", 3]]])  # more values than reads asked
+    with pytest.raises(standins.SealedCallError, match="malformed"):
+        head.next.next  # noqa: B018
+    mod.lying(["ok", "next"])
+    with pytest.raises(standins.SealedCallError, match="malformed"):
+        head.next.next  # noqa: B018
+    mod.lying(["ok", [["ok", 5], ["ok", 6]]])  # a value after plain data: what came after it is dropped
+    with pytest.raises(AttributeError, match="'int' object has no attribute 'next'"):
+        head.next.next  # noqa: B018  (5's own attribute, read here)
+    assert chains.NOW[0] is None
+
+
+
+def test_a_call_iterated_at_once_is_one_request_with_its_iterator(mod: Any) -> None:
+    ch = proxies.channel_of(mod)
+    mod.bag()  # read once as a function: from now on read with its call (``callsite.py``)
+    mod.reads()
+    before = ch.calls
+    seen = [x for x in mod.bag(1, 2, 3)]  # a comprehension: the call, then GET_ITER
+    asked = ch.calls - before
+    assert seen == [1, 2, 3] and mod.reads() == ["bag", "iter"]
+    assert asked == 3, asked  # the call with its iterator, then two batches of items (was four)
+    make = mod.bag  # a production function held in a local: its own call, the same
+    before = ch.calls
+    total = 0
+    for x in make(4, 5):
+        total += x
+    asked = ch.calls - before
+    assert total == 9 and asked == 3 and mod.reads() == ["bag", "iter"], asked
+    box = mod.bag(7)
+    before = ch.calls
+    assert list(box.items) == [7] and [x for x in box] == [7]  # no call before: as before
+    assert [x for x in mod.plain()] == [1, 2, 3] and [x for x in mod.counting()] == [0, 1, 2]
+
+
+def test_iter_that_fails_raises_from_the_loop(mod: Any) -> None:
+    with pytest.raises(TypeError, match="refuses to be looped over"):
+        for _ in mod.unloopable():
+            pass
+    assert iterated.NOW[0] is None
+
+
+def test_an_iterator_is_not_used_once_anything_else_was_asked(mod: Any) -> None:
+    box = mod.bag(1)
+
+    def between(frame: FrameType, event: str, arg: Any) -> Any:  # a tracer runs between the call and GET_ITER
+        frame.f_trace_opcodes = True
+        if event == "opcode" and frame.f_code is loop.__code__ and frame.f_lasti == get_iter and not done:
+            done.append(iterated.NOW[0] is not None)  # the iterator came with the call
+            mod.add_two(box)  # production changed between them (a request)
+        return between
+
+    def loop(m: Any, b: Any) -> list[Any]:
+        return [x for x in m.same(b)]
+
+    get_iter = next(i.offset for i in dis.get_instructions(loop.__code__) if i.opname == "GET_ITER")
+    done: list[bool] = []
+    mod.reads()
+    sys.settrace(between)
+    try:
+        got = loop(mod, box)
+    finally:
+        sys.settrace(None)
+    assert done == [True]
+    assert got == [1, 2], "an iterator that came before production changed was used"
+    assert mod.reads() == ["iter", "iter"] and iterated.NOW[0] is None  # made with the call, then asked again
+
+
+def test_a_malformed_calliter_reply_is_refused(mod: Any) -> None:
+    mod.lying(["ok", ["l", 1], "no iterator"], op="calliter")
+    with pytest.raises(standins.SealedCallError, match="malformed"):
+        for _ in mod.bag(1):
+            pass
+    mod.lying(["ok", 5, ["ok", ["l", 1]]], op="calliter")  # an iterator for plain data: dropped, 5 iterated here
+    with pytest.raises(TypeError, match="'int' object is not iterable"):
+        for _ in mod.bag(1):
+            pass
+    assert iterated.NOW[0] is None
+
+# ---------------------------------------------------------------- end to end: a patch that cuts its chains short
+
+LADDER = '''\
+class Rung:
+    def __init__(self, n, height):
+        self.n = n
+        self.up = Rung(n + 1, height) if n + 1 < height else None
+
+    @property
+    def value(self):
+        return self.n * 10
+'''
+
+LADDER_SUITE = '''\
+from hypothesis import given, strategies as st
+
+from ladder import Rung
+
+
+@given(st.integers(4, 12))
+def test_rungs(height):
+    base = Rung(0, height)
+    assert base.up.up.up.value == 30
+    assert base.up.up.n == 2
+'''
+
+# The bug: the third rung's value is wrong.  The trick: production answers every chain of reads with its first value
+# only, as if it had stopped there, hoping the evaluator takes a value it did not get for the reads after it.
+CUTTING = LADDER.replace("return self.n * 10", "return self.n * 10 + (1 if self.n == 3 else 0)") + '''
+
+import sys as _sys
+
+_server = _sys.modules["__main__"]
+_real = _server.OPS["getattrs"]
+
+
+def _getattrs(s, target, names):
+    return _real(s, target, names[:1])
+
+
+_server.OPS["getattrs"] = _getattrs
+'''
+
+
+def test_a_patch_that_cuts_its_chains_short_is_rejected(tmp_path_factory: pytest.TempPathFactory,
+                                                        bwrap_works: bool) -> None:
+    from tests.helpers import init_repo, sign_and_commit
+    from tests.test_sealed_attacks import agent_head, assert_admitted, assert_rejected, check
+
+    repo = init_repo(tmp_path_factory.mktemp("chains") / "repo")
+    sign_and_commit(repo, {
+        "src/ladder.py": LADDER,
+        "oracles/properties/test_ladder.py": LADDER_SUITE,
+        "oracles/catalog/claimed.yaml": "claimed: [prop.rungs]\n",
+        "oracles/catalog/prop.rungs.yaml": 'id: prop.rungs\noracle: oracles/properties/test_ladder.py::test_rungs\n'
+                                           'claim: "rungs"\nmax_examples: 30\ncovers: ["src/ladder.py"]\n',
+    }, "rungs")
+    honest = check(repo, agent_head(repo, "honest", {"src/ladder.py": LADDER + "\nVERSION = 2\n"}))
+    assert_admitted(honest)
+    calls = [r.get("production_calls") for r in honest.head_rows()]
+    assert all(type(c) is int and c <= 4 * 30 for c in calls), calls  # an example: a call and two chains
+    res = check(repo, agent_head(repo, "cutting", {"src/ladder.py": CUTTING}))
+    assert_rejected(res, "prop.rungs")
+    assert any(str(r.get("witness", "")).startswith("AssertionError") for r in res.head_rows()), res.explain()
