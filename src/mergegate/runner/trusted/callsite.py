@@ -30,7 +30,11 @@ from __future__ import annotations
 
 import dis
 import sys
+from collections.abc import Callable
 from types import CodeType, FrameType
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _VERSION = sys.version_info[:2]
 KNOWN = (3, 11) <= _VERSION <= (3, 13)  # the bytecode shapes below; elsewhere nothing is fused
@@ -41,22 +45,35 @@ _SITES: dict[CodeType, frozenset[int]] = {}  # per code object: offsets of reads
 
 def called_at_once(frame: FrameType | None) -> bool:
     """Whether the instruction ``frame`` is executing reads an attribute that is called at once."""
+    sites = sites_of(frame, _SITES, lambda code: frozenset(callee_reads(code)))
+    return sites is not None and frame is not None and frame.f_lasti in sites
+
+
+def sites_of(frame: FrameType | None, cache: dict[CodeType, T], build: Callable[[CodeType], T]) -> T | None:
+    """``build(code)`` for the code ``frame`` is running, made once per code object (``cache``); None on a Python
+    whose bytecode is not the one read here."""
     if frame is None or not KNOWN:
-        return False
+        return None
     code = frame.f_code
-    sites = _SITES.get(code)
-    if sites is None:
-        sites = _SITES[code] = frozenset(callee_reads(code))
-    return frame.f_lasti in sites
+    found = cache.get(code)
+    if found is None:
+        found = cache[code] = build(code)
+    return found
+
+
+def instructions(code: CodeType) -> list[dis.Instruction]:
+    """``code``'s instructions, without the interpreter's caches and prefixes; none where ``dis`` cannot read it
+    (nothing is fused there)."""
+    try:
+        return [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG", "NOP")]
+    except Exception:
+        return []
 
 
 def callee_reads(code: CodeType) -> list[int]:
     """The offsets in ``code`` of attribute reads whose value is only ever a call's callee, called before
     anything else runs."""
-    try:
-        ops = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG", "NOP")]
-    except Exception:  # a code object dis cannot read: fuse nothing in it
-        return []
+    ops = instructions(code)
     return [ins.offset for index, ins in enumerate(ops) if index + 1 < len(ops) and (
         (_method_read(ins) and _callee_on_stack(ops, index, _METHOD_DEPTH, pushed=2))
         or (ins.opname == "LOAD_ATTR" and not _method_read(ins)

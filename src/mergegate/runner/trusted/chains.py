@@ -50,14 +50,9 @@ NOW: list[Pending | None] = [None]
 def after(frame: FrameType, name: str) -> tuple[tuple[int, str], ...]:
     """The reads (offset, name) that follow at once the plain read of ``name`` ``frame`` is executing; none if it
     is not one."""
-    if not callsite.KNOWN:
-        return ()
-    code = frame.f_code
-    chains = _CHAINS.get(code)
-    if chains is None:
-        chains = _CHAINS[code] = _chains(code)
-    found = chains.get(frame.f_lasti, ())
-    return found if found and _NAMES.get((code, frame.f_lasti)) == name else ()
+    chains = callsite.sites_of(frame, _CHAINS, _chains)
+    found = chains.get(frame.f_lasti, ()) if chains is not None else ()
+    return found if found and _NAMES.get((frame.f_code, frame.f_lasti)) == name else ()
 
 
 def read(ch: Any, owner: Any, name: str, frame: FrameType) -> Any:
@@ -133,10 +128,7 @@ def _plain_read(ins: dis.Instruction) -> bool:
 
 def _chains(code: CodeType) -> dict[int, tuple[tuple[int, str], ...]]:
     """Per plain attribute read in ``code``: the plain reads of its value that follow it at once."""
-    try:
-        ops = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG", "NOP")]
-    except Exception:  # a code object dis cannot read: no chains in it
-        return {}
+    ops = callsite.instructions(code)
     callees = set(callsite.callee_reads(code))
     found: dict[int, tuple[tuple[int, str], ...]] = {}
     for index, ins in enumerate(ops):

@@ -35,12 +35,9 @@ _SITES: dict[CodeType, dict[int, str]] = {}  # per code object: offset of a drai
 
 def consumer(frame: FrameType | None) -> str | None:
     """The builtin (of ``DRAINS``) ``frame`` is executing a call of, with one argument; None where it is not one."""
-    if frame is None or not callsite.KNOWN:
+    sites = callsite.sites_of(frame, _SITES, drain_calls)
+    if sites is None or frame is None:
         return None
-    code = frame.f_code
-    sites = _SITES.get(code)
-    if sites is None:
-        sites = _SITES[code] = drain_calls(code)
     name = sites.get(frame.f_lasti)
     if name is None or frame.f_globals.get(name, frame.f_builtins.get(name)) is not getattr(builtins, name):
         return None
@@ -49,10 +46,7 @@ def consumer(frame: FrameType | None) -> str | None:
 
 def drain_calls(code: CodeType) -> dict[int, str]:
     """The offsets in ``code`` at which a call of one of ``DRAINS`` (one argument, no keywords) runs."""
-    try:
-        ops = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG", "NOP")]
-    except Exception:  # a code object dis cannot read: nothing drains in it
-        return {}
+    ops = callsite.instructions(code)
     out: dict[int, str] = {}
     for index, ins in enumerate(ops):
         if ins.opname == "LOAD_GLOBAL" and ins.argval in DRAINS and type(ins.arg) is int and ins.arg & 1:

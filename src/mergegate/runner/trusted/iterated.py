@@ -14,7 +14,6 @@ since; otherwise it is dropped and ``iter`` is a request, as before.
 
 from __future__ import annotations
 
-import dis
 import itertools
 import weakref
 from types import CodeType, FrameType
@@ -42,13 +41,8 @@ NOW: list[Pending | None] = [None]
 
 def iterated_at_once(frame: FrameType | None) -> int | None:
     """The offset of the ``GET_ITER`` right after the call ``frame`` is executing, if there is one."""
-    if frame is None or not callsite.KNOWN:
-        return None
-    code = frame.f_code
-    sites = _SITES.get(code)
-    if sites is None:
-        sites = _SITES[code] = _iterated_calls(code)
-    return sites.get(frame.f_lasti)
+    sites = callsite.sites_of(frame, _SITES, _iterated_calls)
+    return sites.get(frame.f_lasti) if sites is not None and frame is not None else None
 
 
 def call(ch: Any, message: tuple[Any, ...], frame: FrameType, at: int) -> Any:
@@ -90,9 +84,6 @@ def take(ch: Any, owner: Any, frame: FrameType) -> tuple[bool, Any]:
 
 
 def _iterated_calls(code: CodeType) -> dict[int, int]:
-    try:
-        ops = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG", "NOP")]
-    except Exception:  # a code object dis cannot read: nothing fused in it
-        return {}
+    ops = callsite.instructions(code)
     return {ins.offset: nxt.offset for ins, nxt in itertools.pairwise(ops)
             if ins.opname in _CALLS and nxt.opname == "GET_ITER"}
