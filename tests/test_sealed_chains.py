@@ -81,6 +81,9 @@ class Bag:
         return iter(list(self.items))
     def put(self, item):
         self.items.append(item)
+    def copy(self):
+        READS.append("copy")
+        return Bag(self.items)
 
 
 class Unloopable:
@@ -280,6 +283,89 @@ def test_a_malformed_calliter_reply_is_refused(mod: Any) -> None:
         for _ in mod.bag(1):
             pass
     assert iterated.NOW[0] is None
+
+def test_a_call_drained_by_frozenset_is_one_request_with_its_items(mod: Any) -> None:
+    ch = proxies.channel_of(mod)
+    box = mod.bag(1, 2, 3)
+    mod.same(box), box.copy()  # each read once: from now on read with its call (``callsite.py``)
+    mod.reads()
+    before = ch.calls
+    got = frozenset(box.copy())  # a method's value drained at once
+    asked = ch.calls - before
+    assert got == {1, 2, 3} and mod.reads() == ["copy", "iter"], "production's steps in one process's order"
+    assert asked == 1, asked  # the call, iter and every item (was two: the call, then iter with a batch)
+    before = ch.calls
+    got = set(mod.same(box))  # a function's value
+    asked = ch.calls - before
+    assert got == {1, 2, 3} and asked == 1 and mod.reads() == ["iter"], asked
+    before = ch.calls
+    assert frozenset(box.copy()) == {1, 2, 3}  # pytest's rewriting: ``@py_assert2 = box.copy()``, then the builtin's call
+    asked = ch.calls - before
+    assert asked == 1 and mod.reads() == ["copy", "iter"], asked
+    for _ in range(20):  # warm: Python 3.11's specialized PRECALL runs the builtin itself (its offset, not CALL's)
+        before = ch.calls
+        assert frozenset(box.copy()) == {1, 2, 3} and ch.calls - before == 1
+    before = ch.calls
+    assert list(box.copy()) == [1, 2, 3] and ch.calls - before > 1, "list asks a length first: not fused"
+    assert iterated.NOW[0] is None
+
+
+def test_a_rebound_set_is_not_drained_ahead(mod: Any) -> None:
+    box = mod.bag(4, 5)
+    box.copy()
+    seen: list[Any] = []
+
+    def own(values: Any) -> Any:  # the module's own ``frozenset``: not the builtin, so nothing is read ahead for it
+        seen.append(iterated.NOW[0])
+        return sorted(values)
+
+    scope: dict[str, Any] = {"frozenset": own}
+    exec("def drain(b):\n    return frozenset(b.copy())\n", scope)  # a global name, rebound
+    mod.reads()
+    assert scope["drain"](box) == [4, 5] and seen == [None]
+    assert mod.reads() == ["copy", "iter"], "production iterated ahead for a call that is not the builtin's"
+
+
+def test_a_drained_call_is_not_answered_once_anything_else_was_asked(mod: Any) -> None:
+    box = mod.bag(1)
+
+    def between(frame: FrameType, event: str, arg: Any) -> Any:  # a tracer runs between the call and frozenset's
+        frame.f_trace_opcodes = True
+        if event == "opcode" and frame.f_code is drain.__code__ and frame.f_lasti == call_at and not done:
+            done.append(iterated.NOW[0] is not None)  # the iterator and its items came with the call
+            mod.add_two(box)  # production changed between them (a request)
+        return between
+
+    def drain(m: Any, b: Any) -> frozenset[Any]:
+        return frozenset(m.same(b))
+
+    calls = [i for i in dis.get_instructions(drain.__code__) if i.opname in ("PRECALL", "CALL")]
+    call_at = calls[-1].offset if calls[-1].opname == "CALL" else calls[-1].offset  # frozenset's own call
+    done: list[bool] = []
+    mod.reads()
+    sys.settrace(between)
+    try:
+        got = drain(mod, box)
+    finally:
+        sys.settrace(None)
+    assert done == [True]
+    assert got == {1, 2}, "items that came before production changed were used"
+    assert mod.reads() == ["iter", "iter"] and iterated.NOW[0] is None  # read with the call, then asked again
+
+
+def test_iter_that_fails_raises_from_the_drain(mod: Any) -> None:
+    mod.unloopable()
+    with pytest.raises(TypeError, match="refuses to be looped over"):
+        frozenset(mod.unloopable())
+    assert iterated.NOW[0] is None
+
+
+def test_a_malformed_drained_calliter_reply_is_refused(mod: Any) -> None:
+    mod.bag()
+    mod.lying(["ok", ["h", 1], ["ok", ["l", 1]]], op="calliter")  # no batch where one was asked for
+    with pytest.raises(standins.SealedCallError, match="malformed calliter iterator"):
+        frozenset(mod.bag(1))
+
 
 # ---------------------------------------------------------------- end to end: a patch that cuts its chains short
 

@@ -243,11 +243,12 @@ def op_getattrs(s: Session, target: Any, names: Any) -> list[Any]:
     return ["ok", out]
 
 
-def op_calliter(s: Session, target: Any, name: Any, args: Any, kwargs: Any) -> list[Any]:
+def op_calliter(s: Session, target: Any, name: Any, args: Any, kwargs: Any, count: Any = None) -> list[Any]:
     """``target(*args)`` (or ``target.name(*args)``) and then ``iter`` of its value, as ``for x in obj.f():`` does
     (``trusted/iterated.py``): the value as a call sends it, and its iterator (or what ``iter`` raised) where the
     evaluator's stand-in would ask for one: a production object that is not a class, a module, a builtin iterator
-    or a tuple of its own."""
+    or a tuple of its own.  With ``count`` (``frozenset(obj.f())``: a builtin that drains it whole), the iterator's
+    first batch too, as ``drain`` reads it."""
     fn = s.dec(target) if name is None else getattr(s.dec(target), str(name))
     value = fn(*s.dec(args), **s.dec(kwargs))
     sent = s.out(value)
@@ -258,7 +259,10 @@ def op_calliter(s: Session, target: Any, name: Any, args: Any, kwargs: Any) -> l
         it = iter(value)
     except BaseException as exc:
         return ["ok", sent, s.error(exc)]
-    return ["ok", sent, ["ok", s.enc(it)]]
+    if count is None:
+        return ["ok", sent, ["ok", s.enc(it)]]
+    items, end = _batch(s, it, count) if iterator(it) else ([], None)
+    return ["ok", sent, ["ok", s.enc(it), s.enc(items), end]]
 
 
 def _batch(s: Session, it: Any, count: Any) -> tuple[list[Any], Any]:

@@ -81,14 +81,20 @@ def drain(ch: Any, handle: Any) -> Any:
     if reply[0] != "ok" or len(reply) != 4:
         raise ch.error(reply, stop_allowed=False)
     it = ch.dec(reply[1])
+    started(ch, it, reply[2], reply[3], reply)
+    return it
+
+
+def started(ch: Any, it: Any, data: Any, end: Any, reply: Any) -> None:
+    """The first batch (``data``, ``end``) read with ``iter`` for a consumer that drains ``it`` (its stand-in) whole;
+    the rest read in the largest batches."""
     try:
         reader = object.__getattribute__(it, "_gate_ahead")
     except AttributeError:
         reader = None
     if reader is None:  # production's own iterator class (asked a ``next`` at a time, or guessed): nothing read
-        if ch.dec(reply[2]) != [] or reply[3] is not None:
+        if ch.dec(data) != [] or end is not None:
             raise SealedCallError(f"the subject sent a malformed batch of items: {str(reply)[:120]}")
-        return it
+        return
     reader.draining()
-    reader._take(ch, reply[2], reply[3], reply)
-    return it
+    reader._take(ch, data, end, reply)

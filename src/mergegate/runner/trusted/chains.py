@@ -21,11 +21,10 @@ answers itself (a name of its own, ``__class__``) or one that is a call's callee
 from __future__ import annotations
 
 import dis
-import weakref
 from types import CodeType, FrameType
 from typing import Any
 
-from mergegate.runner.trusted import callsite
+from mergegate.runner.trusted import answered, callsite
 from mergegate.runner.trusted.local_names import HARNESS
 
 MAX_LINKS = 8  # reads after the first sent in one request
@@ -33,18 +32,7 @@ _CHAINS: dict[CodeType, dict[int, tuple[tuple[int, str], ...]]] = {}  # per code
 _NAMES: dict[tuple[CodeType, int], str] = {}  # the name each plain read in a chain reads
 
 
-class Pending:
-    """What came for the reads after the one answered: where they will be made (the frame by its id and code), on
-    what (held weakly), and their values.  Nothing of the caller's is kept alive by a chain left unread."""
-
-    __slots__ = ("calls", "ch", "code", "frame", "links", "owner")
-
-    def __init__(self, ch: Any, frame: FrameType, owner: Any, links: list[tuple[int, str, Any, bool]]) -> None:
-        self.ch, self.frame, self.code, self.links, self.calls = ch, id(frame), frame.f_code, links, ch.calls
-        self.owner = weakref.ref(owner)
-
-
-NOW: list[Pending | None] = [None]
+NOW: list[answered.Ahead | None] = [None]  # the reads that came after one: (offset, name, value, failed)
 
 
 def after(frame: FrameType, name: str) -> tuple[tuple[int, str], ...]:
@@ -79,31 +67,26 @@ def read(ch: Any, owner: Any, name: str, frame: FrameType) -> Any:
     first, rest = values[0], values[1:]
     came = [(offset, link, value, failed) for (offset, link), (value, failed) in zip(links[:len(rest)], rest,
                                                                                       strict=True)]
-    NOW[0] = _pending(ch, frame, first[0], came) if came and not first[1] else None
+    if came and not first[1]:
+        answered.keep(NOW, ch, frame, came[0][0], first[0], came)
+    else:
+        NOW[0] = None
     return _given(first)
 
 
 def take(ch: Any, owner: Any, name: str, frame: FrameType) -> tuple[bool, Any]:
     """``(True, value)`` when this read came with the one before (a failed read's error raised here); else
-    ``(False, None)``, and whatever came is dropped."""
-    now = NOW[0]
-    if now is None:  # (nearly always)
+    ``(False, None)``, and whatever came is dropped (``answered.py``)."""
+    now = answered.take(NOW, ch, owner, frame)
+    if now is None:
         return False, None
-    NOW[0] = None
-    offset, link, value, failed = now.links[0]
-    if now.ch is not ch or now.frame != id(frame) or now.code is not frame.f_code or frame.f_lasti != offset \
-            or link != name or now.owner() is not owner or now.calls != ch.calls:
+    links = now.value
+    _offset, link, value, failed = links[0]
+    if link != name:
         return False, None
-    if len(now.links) > 1 and not failed:
-        NOW[0] = _pending(ch, frame, value, now.links[1:])
+    if len(links) > 1 and not failed:
+        answered.keep(NOW, ch, frame, links[1][0], value, links[1:])
     return True, _given((value, failed))
-
-
-def _pending(ch: Any, frame: FrameType, owner: Any, links: list[tuple[int, str, Any, bool]]) -> Pending | None:
-    try:
-        return Pending(ch, frame, owner, links)
-    except TypeError:  # not a stand-in (a subject that went on past plain data): what came after it is dropped
-        return None
 
 
 def _decoded(ch: Any, entry: list[Any]) -> tuple[Any, bool]:

@@ -29,6 +29,7 @@ from types import CodeType, FrameType
 from mergegate.runner.trusted import callsite
 
 DRAINS = frozenset({"list", "tuple", "sorted", "set", "frozenset", "dict"})  # dict: ``dictcopy.py``
+UNSIZED = frozenset({"set", "frozenset"})  # ask their argument for its iterator and nothing else (``iterated.py``)
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 _SITES: dict[CodeType, dict[int, str]] = {}  # per code object: offset of a drain's call -> the builtin's name
 

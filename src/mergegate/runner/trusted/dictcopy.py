@@ -18,31 +18,30 @@ answering for its own mapping, as a method of its that returned ``dict(self)`` w
 
 from __future__ import annotations
 
-import weakref
 from types import FrameType
 from typing import Any
 
+from mergegate.runner.trusted import answered
 from mergegate.runner.trusted.faults import SealedCallError
 
 
-class Copy:
-    """One ``dict(x)`` call's copy: whose, where, when (the request count), what, and the builtin's next step.
+class Copy(answered.Ahead):
+    """One ``dict(x)`` call's copy (``answered.Ahead``: whose, where, when; ``value`` the dict), how building it
+    failed, and the builtin's next step.  Unlike a one-step answer it serves the builtin's reads one after another,
+    at the same instruction, while nothing else is asked."""
 
-    It holds the handle weakly and the frame by its id (with its code and instruction): a copy left behind keeps
-    no object of production's or the property's alive (``weakref`` tests see what one process shows them)."""
+    __slots__ = ("failure", "served", "step")
 
-    __slots__ = ("calls", "code", "data", "failure", "frame", "handle", "lasti", "served", "step")
-
-    def __init__(self, handle: Any, frame: FrameType, calls: int, data: dict[Any, Any], step: str,
+    def __init__(self, ch: Any, handle: Any, frame: FrameType, data: dict[Any, Any], step: str,
                  failure: BaseException | None) -> None:
-        self.handle, self.frame, self.code, self.lasti = weakref.ref(handle), id(frame), frame.f_code, frame.f_lasti
-        self.calls, self.data, self.step, self.failure, self.served = calls, data, step, failure, 0
+        super().__init__(ch, frame, frame.f_lasti, handle, data)
+        self.step, self.failure, self.served = step, failure, 0
 
     def keys(self) -> list[Any]:
         if self.failure is not None:  # what production raised building it: dict() raises it from here
             NOW[0] = None
             raise self.failure
-        return list(self.data)
+        return list(self.value)
 
 
 NOW: list[Copy | None] = [None]  # the copy the builtin is reading, if any
@@ -61,7 +60,7 @@ def keys_read(ch: Any, handle: Any, frame: FrameType) -> Any:
     data = {} if failure is not None else ch.dec(reply[1]) if len(reply) == 4 else None
     if type(data) is not dict or type(reply[2]) is not bool or type(failure) is SealedCallError:
         raise SealedCallError(f"the subject sent a malformed dict: {str(reply)[:120]}")
-    copy = NOW[0] = Copy(handle, frame, ch.calls, data, "probed" if reply[2] else "pairs", failure)
+    copy = NOW[0] = Copy(ch, handle, frame, data, "probed" if reply[2] else "pairs", failure)
     if copy.step == "pairs":
         raise AttributeError("keys")  # no keys: the builtin asks for the pairs next (``pairs``)
     return copy.keys
@@ -70,12 +69,12 @@ def keys_read(ch: Any, handle: Any, frame: FrameType) -> Any:
 def item(ch: Any, handle: Any, frame: FrameType, key: Any) -> tuple[bool, Any]:
     """``x[key]`` read by the builtin after it listed the keys: (True, the copy's value), else (False, None)."""
     now = _current(ch, handle, frame, "listed")
-    if now is None or key not in now.data:
+    if now is None or key not in now.value:
         return False, None
     now.served += 1
-    if now.served == len(now.data):  # every key read: the builtin is done with it
+    if now.served == len(now.value):  # every key read: the builtin is done with it
         NOW[0] = None
-    return True, now.data[key]
+    return True, now.value[key]
 
 
 def pairs(ch: Any, handle: Any, frame: FrameType) -> Any:
@@ -86,7 +85,7 @@ def pairs(ch: Any, handle: Any, frame: FrameType) -> Any:
     NOW[0] = None
     if now.failure is not None:
         raise now.failure
-    return iter(list(now.data.items()))
+    return iter(list(now.value.items()))
 
 
 def _current(ch: Any, handle: Any, frame: FrameType, step: str) -> Copy | None:
@@ -96,7 +95,4 @@ def _current(ch: Any, handle: Any, frame: FrameType, step: str) -> Copy | None:
     if now.calls != ch.calls:  # something else was asked since: never answered from it again
         NOW[0] = None
         return None
-    if now.handle() is not handle or now.frame != id(frame) or now.code is not frame.f_code \
-            or now.lasti != frame.f_lasti or now.step != step:
-        return None
-    return now
+    return now if now.step == step and now.fits(ch, handle, frame) else None

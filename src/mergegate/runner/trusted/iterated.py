@@ -1,5 +1,5 @@
-"""A call of production's whose value is iterated at once (``for k, v in bi.items():``): the call and ``iter`` in one
-request, read off the caller's bytecode.
+"""A call of production's whose value is iterated at once (``for k, v in bi.items():``, ``frozenset(m.values())``): the
+call and ``iter`` in one request, read off the caller's bytecode.
 
 ``for x in obj.method():`` and ``[f(x) for x in mod.func()]`` call production and then ask the value for its
 iterator (``GET_ITER``, the next instruction): sealed, two requests.  Where the instruction after the call the
@@ -7,48 +7,55 @@ caller is executing is ``GET_ITER``, the subject makes the call and then asks it
 order, and sends both (``objects.op_calliter``): nothing runs in the caller between them, so production meets
 what one process does.  The subject asks only where the stand-in's ``__iter__`` would ask it (a production object
 that is not a class, a module, a builtin iterator or a tuple of its own; plain data is iterated here); an error
-from ``iter`` is raised from the caller's ``GET_ITER``, as in one process.  The iterator is given only to that
-frame at that instruction, for the very stand-in the call returned, while nothing else was asked of the subject
-since; otherwise it is dropped and ``iter`` is a request, as before.
+from ``iter`` is raised from the caller's ``GET_ITER``, as in one process.
+
+``set(x.f())`` and ``frozenset(x.f())`` (``consumers.UNSIZED``: builtins that ask their argument for nothing but its
+iterator, and drain it) are the same with the builtin's call next: the subject also reads the iterator's first
+batch, as ``drain`` does for ``frozenset(x)`` (``ahead.py``), so call, ``iter`` and the items are one request
+where they were three.  ``list``, ``tuple`` and ``sorted`` ask a length first: those are left as they are, so
+production is never asked for items before the length it is asked for in one process.
+
+What came is given only to that frame at that instruction (the ``GET_ITER``, or the builtin's call), for the very
+stand-in the call returned, while nothing else was asked of the subject since (``answered.py``); otherwise it is
+dropped and ``iter`` is a request, as before (a dropped batch was production running some items ahead, as
+``ahead.py`` says it may).
 """
 
 from __future__ import annotations
 
-import itertools
-import weakref
+import builtins
+import dis
 from types import CodeType, FrameType
 from typing import Any
 
-from mergegate.runner.trusted import callsite
+from mergegate.runner.trusted import ahead, answered, callsite, consumers
 
-_SITES: dict[CodeType, dict[int, int]] = {}  # per code: a call's offset -> the offset of the GET_ITER after it
+Site = tuple[tuple[int, ...], "str | None"]  # where the caller asks for the iterator; the builtin draining it, or None
+_SITES: dict[CodeType, dict[int, Site]] = {}  # per code: a call's offset -> the GET_ITER or the builtin's call after it
 _CALLS = frozenset({"CALL", "CALL_KW"})
 
 
-class Pending:
-    """The iterator that came with a call's value: where it is asked for (the frame by its id and code), for what
-    (held weakly), and the iterator or the error ``iter`` raised."""
-
-    __slots__ = ("calls", "ch", "code", "failed", "frame", "lasti", "owner", "value")
-
-    def __init__(self, ch: Any, frame: FrameType, lasti: int, owner: Any, value: Any, failed: bool) -> None:
-        self.ch, self.frame, self.code, self.lasti, self.calls = ch, id(frame), frame.f_code, lasti, ch.calls
-        self.owner, self.value, self.failed = weakref.ref(owner), value, failed
+NOW: list[answered.Ahead | None] = [None]  # the iterator (or iter's error) and whether iter failed
 
 
-NOW: list[Pending | None] = [None]
-
-
-def iterated_at_once(frame: FrameType | None) -> int | None:
-    """The offset of the ``GET_ITER`` right after the call ``frame`` is executing, if there is one."""
+def iterated_at_once(frame: FrameType | None) -> Site | None:
+    """Where the value of the call ``frame`` is executing is iterated at once: the offset of the ``GET_ITER`` (or the
+    offsets of the call of ``set``/``frozenset``, the name still the builtin's) right after it, and that builtin's
+    name."""
     sites = callsite.sites_of(frame, _SITES, _iterated_calls)
-    return sites.get(frame.f_lasti) if sites is not None and frame is not None else None
+    site = sites.get(frame.f_lasti) if sites is not None and frame is not None else None
+    if site is None or site[1] is None or frame is None:
+        return site
+    name = site[1]
+    return site if frame.f_globals.get(name, frame.f_builtins.get(name)) is getattr(builtins, name) else None
 
 
-def call(ch: Any, message: tuple[Any, ...], frame: FrameType, at: int) -> Any:
-    """``message`` (a ``calliter`` request: the call's target, method name or None, arguments) sent; its value
-    returned, the iterator kept for the ``GET_ITER`` at offset ``at``."""
-    reply = ch.exchange(message)
+def call(ch: Any, target: Any, name: str | None, arguments: tuple[Any, Any], frame: FrameType, site: Site) -> Any:
+    """The call (``target``, encoded, its method ``name`` or None, the encoded arguments) and its value's iterator in
+    one ``calliter`` request; the value returned, the iterator (with its first batch, for a builtin that drains it)
+    kept for the caller's step at ``site``."""
+    at, drains = site
+    reply = ch.exchange(("calliter", target, name, *arguments, *(() if drains is None else (ahead.SIZES[-1],))))
     if reply[0] != "ok":
         raise ch.error(reply, stop_allowed=False)
     if len(reply) != 3 or not (reply[2] is None or (type(reply[2]) is list and reply[2][:1] in (["ok"], ["err"]))):
@@ -58,32 +65,53 @@ def call(ch: Any, message: tuple[Any, ...], frame: FrameType, at: int) -> Any:
     if got is None:
         return value
     failed = got[0] == "err"
-    if not failed and len(got) != 2:
+    if not failed and len(got) != (2 if drains is None else 4):
         raise ch.error(["malformed calliter iterator"])
     it = ch.error(got, stop_allowed=False) if failed else ch.dec(got[1])  # at once: a handle named is known
-    try:
-        NOW[0] = Pending(ch, frame, at, value, it, failed)
-    except TypeError:  # a value that is no stand-in (a subject that sent an iterator for plain data): dropped
-        NOW[0] = None
+    if drains is not None and not failed:
+        ahead.started(ch, it, got[2], got[3], reply)  # its first batch, read as ``drain`` reads it
+    answered.keep(NOW, ch, frame, at, value, (it, failed))  # kept only for a stand-in (``answered.py``)
     return value
 
 
 def take(ch: Any, owner: Any, frame: FrameType) -> tuple[bool, Any]:
     """``(True, iterator)`` when ``iter(owner)`` came with the call that returned it (``iter``'s error raised here);
-    else ``(False, None)``, and whatever came is dropped."""
-    now = NOW[0]
+    else ``(False, None)``, and whatever came is dropped (``answered.py``)."""
+    now = answered.take(NOW, ch, owner, frame)
     if now is None:
         return False, None
-    NOW[0] = None
-    if now.ch is not ch or now.frame != id(frame) or now.code is not frame.f_code or frame.f_lasti != now.lasti \
-            or now.owner() is not owner or now.calls != ch.calls:
-        return False, None
-    if now.failed:
-        raise now.value
-    return True, now.value
+    it, failed = now.value
+    if failed:
+        raise it
+    return True, it
 
 
-def _iterated_calls(code: CodeType) -> dict[int, int]:
+def _iterated_calls(code: CodeType) -> dict[int, Site]:
     ops = callsite.instructions(code)
-    return {ins.offset: nxt.offset for ins, nxt in itertools.pairwise(ops)
-            if ins.opname in _CALLS and nxt.opname == "GET_ITER"}
+    drains = consumers.drain_calls(code)
+    out: dict[int, Site] = {}
+    for index, ins in enumerate(ops[:-1]):
+        nxt = ops[index + 1]
+        if ins.opname not in _CALLS:
+            continue
+        if nxt.opname == "GET_ITER":
+            out[ins.offset] = ((nxt.offset,), None)
+            continue
+        start = index + 1
+        if _stored_for_a_drain(ops, index + 1, drains):
+            start = index + 4  # ``t = x.f(); frozenset(t)``: pytest's rewriting of ``assert ... frozenset(x.f())``
+        if start < len(ops) and drains.get(ops[start].offset) in consumers.UNSIZED:  # the value: its one argument
+            runs = (ops[start].offset, ops[start + 1].offset) if ops[start].opname == "PRECALL" \
+                and start + 1 < len(ops) else (ops[start].offset,)  # 3.11: the builtin runs at PRECALL or CALL
+            out[ins.offset] = (runs, drains[ops[start].offset])
+    return out
+
+
+def _stored_for_a_drain(ops: list[dis.Instruction], at: int, drains: dict[int, str]) -> bool:
+    """Whether ``ops[at:]`` store the value in a local, load the builtin's name (``LOAD_GLOBAL``) and the local back,
+    and call it: nothing of the caller's runs between the call and the builtin's."""
+    if at + 3 >= len(ops):
+        return False
+    store, name, load, run = ops[at:at + 4]
+    return store.opname == "STORE_FAST" and name.opname == "LOAD_GLOBAL" and name.argval in consumers.UNSIZED \
+        and load.opname == "LOAD_FAST" and load.argval == store.argval and drains.get(run.offset) == name.argval

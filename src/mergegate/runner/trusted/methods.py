@@ -25,10 +25,9 @@ class Method:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         ch, frame = _channel(self._gate_self), sys._getframe(1)
-        at = iterated.iterated_at_once(frame)  # ``for x in obj.f():``: its iterator with it (``iterated.py``)
-        if at is not None:
-            return iterated.call(ch, ("calliter", ch.enc(self._gate_self), self._gate_name, *ch.args(args, kwargs)),
-                                 frame, at)
+        site = iterated.iterated_at_once(frame)  # ``for x in obj.f():``: its iterator with it (``iterated.py``)
+        if site is not None:
+            return iterated.call(ch, ch.enc(self._gate_self), self._gate_name, ch.args(args, kwargs), frame, site)
         return ch.request("callattr", ch.enc(self._gate_self), self._gate_name, *ch.args(args, kwargs))
 
     def gate_read(self) -> Any:

@@ -71,9 +71,9 @@ class Remote:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         ch, frame = channel_of(self), sys._getframe(1)
-        at = iterated.iterated_at_once(frame)  # ``for x in f():``: its iterator with it (``iterated.py``)
-        return ch.call(self, args, kwargs) if at is None else \
-            iterated.call(ch, ("calliter", ch.enc(self), None, *ch.args(args, kwargs)), frame, at)
+        site = iterated.iterated_at_once(frame)  # ``for x in f():``: its iterator with it (``iterated.py``)
+        return ch.call(self, args, kwargs) if site is None else \
+            iterated.call(ch, ch.enc(self), None, ch.args(args, kwargs), frame, site)
 
     def __repr__(self) -> str:
         text = channel_of(self).op("repr", self)
