@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dis
 import sys
+import types
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
@@ -216,6 +217,56 @@ def test_a_malformed_reply_is_refused(mod: Any) -> None:
         head.next.next  # noqa: B018  (5's own attribute, read here)
     assert chains.NOW[0] is None
 
+
+
+def test_a_read_of_another_local_comes_with_the_read_before_it(mod: Any) -> None:
+    ch = proxies.channel_of(mod)
+    a, b = mod.chain(3), mod.chain(2)
+    mod.reads()
+    before = ch.calls
+    assert a.value == b.value  # pytest's ``@py_assert1 = a.value`` and then ``b.value``: one request
+    assert ch.calls - before == 1 and mod.reads() == ["value", "value"]
+    before = ch.calls
+    assert a.next.value != b.next.next  # two chains, one after the other: one request, production's order
+    assert ch.calls - before == 1 and mod.reads() == ["next", "value", "next", "next"]
+    before = ch.calls
+    x = a.next
+    y = b.next
+    assert ch.calls - before == 1 and x.value == y.value == 1 and chains.NOW[0] is None
+    plain = types.SimpleNamespace(value=0)
+    mod.reads()
+    before = ch.calls
+    assert a.value == plain.value  # plain data: read here, as before
+    assert ch.calls - before == 1 and mod.reads() == ["value"] and chains.NOW[0] is None
+
+
+def test_a_read_of_another_local_is_asked_again_once_anything_ran(mod: Any) -> None:
+    a, b = mod.chain(3), mod.chain(3)
+
+    def between(frame: FrameType, event: str, arg: Any) -> Any:  # a tracer runs between the two reads
+        frame.f_trace_opcodes = True
+        if event == "opcode" and frame.f_code is two.__code__ and frame.f_lasti == second and not done:
+            done.append(chains.NOW[0] is not None)  # the second read came with the first
+            mod.relink_second(b, a)  # production changed b's next between them (a request)
+        return between
+
+    def two(x: Any, y: Any) -> Any:
+        first = x.next
+        then = y.next.next
+        return first, then
+
+    reads = [i for i in dis.get_instructions(two.__code__) if i.opname == "LOAD_ATTR"]
+    second = reads[1].offset
+    done: list[bool] = []
+    mod.reads()
+    sys.settrace(between)
+    try:
+        got = two(a, b)
+    finally:
+        sys.settrace(None)
+    assert done == [True]
+    assert got[1].value == 0, "a read that came before production changed was used"
+    assert chains.NOW[0] is None
 
 
 def test_a_call_iterated_at_once_is_one_request_with_its_iterator(mod: Any) -> None:

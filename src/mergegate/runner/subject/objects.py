@@ -225,21 +225,28 @@ def op_dictof(s: Session, target: Any) -> list[Any]:
 
 def op_getattrs(s: Session, target: Any, names: Any) -> list[Any]:
     """``target.a.b``: the reads one after another, each of the value before, as one process makes them
-    (``trusted/chains.py``); each value as ``getattr`` sends it.  The first read that raises ends them, its error in
-    its value's place; so does a value the evaluator does not stand in for with an object's stand-in (a class, a
-    module, plain data: the evaluator reads those itself)."""
-    if type(names) is not list or not names or not all(type(n) is str for n in names):
-        raise ValueError("getattrs takes a list of names")
-    owner, out = s.dec(target), list[Any]()
-    for name in names:
+    (``trusted/chains.py``); each value as ``getattr`` sends it.  An entry ``[other, name]`` reads ``name`` of
+    ``other`` instead (``t = x.a; y.b``).  The first read that raises ends them, its error in its value's place; so
+    does a value the evaluator does not stand in for with an object's stand-in (a class, a module, plain data: the
+    evaluator reads those itself) where the next read is of it."""
+    if type(names) is not list or not names or not all(type(n) is str or (
+            type(n) is list and len(n) == 2 and type(n[1]) is str) for n in names[1:]) or type(names[0]) is not str:
+        raise ValueError("getattrs takes a name, then names or [object, name] pairs")
+    owner, out, stop = s.dec(target), list[Any](), False
+    for entry in names:
+        if type(entry) is list:
+            owner, name = s.dec(entry[0]), entry[1]
+        elif stop:
+            break
+        else:
+            name = entry
         try:
             owner = getattr(owner, name)
         except BaseException as exc:
             return ["ok", [*out, s.error(exc)]]
         sent = s.out(owner)
         out.append(["ok", sent])
-        if isinstance(owner, (type, types.ModuleType)) or type(sent) is not list or sent[:1] not in (["h"], ["H"]):
-            break
+        stop = isinstance(owner, (type, types.ModuleType)) or type(sent) is not list or sent[:1] not in (["h"], ["H"])
     return ["ok", out]
 
 

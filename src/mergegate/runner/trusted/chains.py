@@ -28,16 +28,16 @@ from mergegate.runner.trusted import answered, callsite
 from mergegate.runner.trusted.local_names import HARNESS
 
 MAX_LINKS = 8  # reads after the first sent in one request
-_CHAINS: dict[CodeType, dict[int, tuple[tuple[int, str], ...]]] = {}  # per code: read offset -> the reads after it
+Link = tuple[int, str, "str | None"]  # a read after the first: its offset, its name, the local it reads of (or None)
+_CHAINS: dict[CodeType, dict[int, tuple[Link, ...]]] = {}  # per code: read offset -> the reads after it
 _NAMES: dict[tuple[CodeType, int], str] = {}  # the name each plain read in a chain reads
 
 
 NOW: list[answered.Ahead | None] = [None]  # the reads that came after one: (offset, name, value, failed)
 
 
-def after(frame: FrameType, name: str) -> tuple[tuple[int, str], ...]:
-    """The reads (offset, name) that follow at once the plain read of ``name`` ``frame`` is executing; none if it
-    is not one."""
+def after(frame: FrameType, name: str) -> tuple[Link, ...]:
+    """The reads that follow at once the plain read of ``name`` ``frame`` is executing; none if it is not one."""
     chains = callsite.sites_of(frame, _CHAINS, _chains)
     found = chains.get(frame.f_lasti, ()) if chains is not None else ()
     return found if found and _NAMES.get((frame.f_code, frame.f_lasti)) == name else ()
@@ -48,11 +48,19 @@ def read(ch: Any, owner: Any, name: str, frame: FrameType) -> Any:
     next reads.  A name the stand-in answers itself (its class's, or the harness's) ends the chain before it; with
     no read after it, a plain read (``Channel.getattr``)."""
     links = after(frame, name)
-    names, stand_in = [name], type(owner)
-    for _offset, link in links:
+    names: list[Any] = [name]
+    stand_in, owners = type(owner), list[Any]()
+    for _offset, link, local in links:
         if link in HARNESS or any(link in vars(cls) for cls in stand_in.__mro__):
             break
-        names.append(link)
+        if local is None:
+            names.append(link)
+            continue
+        other = frame.f_locals.get(local)  # what ``LOAD_FAST`` will load: nothing runs before it
+        if type(other) is not stand_in or object.__getattribute__(other, "_gate_ref")[0] is not ch:
+            break  # plain data, a class, another channel's: read by the caller as before
+        names.append([ch.enc(other), link])
+        owners.append(other)
     if len(names) == 1:  # nothing after it to ask: a plain read
         return ch.getattr(owner, name)
     reply = ch.exchange(("getattrs", ch.enc(owner), names))
@@ -65,10 +73,11 @@ def read(ch: Any, owner: Any, name: str, frame: FrameType) -> Any:
         raise ch.error(["malformed getattrs reply"])
     values = [_decoded(ch, entry) for entry in entries]  # each at once: a handle named here is known from now on
     first, rest = values[0], values[1:]
-    came = [(offset, link, value, failed) for (offset, link), (value, failed) in zip(links[:len(rest)], rest,
-                                                                                      strict=True)]
+    others = iter(owners)
+    came = [(offset, link, value, failed, None if local is None else next(others))
+            for (offset, link, local), (value, failed) in zip(links[:len(rest)], rest, strict=True)]
     if came and not first[1]:
-        answered.keep(NOW, ch, frame, came[0][0], first[0], came)
+        answered.keep(NOW, ch, frame, came[0][0], _owner(came[0], first[0]), came)
     else:
         NOW[0] = None
     return _given(first)
@@ -81,12 +90,17 @@ def take(ch: Any, owner: Any, name: str, frame: FrameType) -> tuple[bool, Any]:
     if now is None:
         return False, None
     links = now.value
-    _offset, link, value, failed = links[0]
+    _offset, link, value, failed, _other = links[0]
     if link != name:
         return False, None
     if len(links) > 1 and not failed:
-        answered.keep(NOW, ch, frame, links[1][0], value, links[1:])
+        answered.keep(NOW, ch, frame, links[1][0], _owner(links[1], value), links[1:])
     return True, _given((value, failed))
+
+
+def _owner(link: tuple[int, str, Any, bool, Any], before: Any) -> Any:
+    """The object a read that came is of: the value before it, or (``y.b`` after ``x.a``) the other local's."""
+    return before if link[4] is None else link[4]
 
 
 def _decoded(ch: Any, entry: list[Any]) -> tuple[Any, bool]:
@@ -109,22 +123,24 @@ def _plain_read(ins: dis.Instruction) -> bool:
     return ins.opname == "LOAD_ATTR" and not callsite.METHOD_READ(ins)
 
 
-def _chains(code: CodeType) -> dict[int, tuple[tuple[int, str], ...]]:
-    """Per plain attribute read in ``code``: the plain reads of its value that follow it at once."""
+def _chains(code: CodeType) -> dict[int, tuple[Link, ...]]:
+    """Per plain attribute read in ``code``: the plain reads that follow at once, of its value or of another local."""
     ops = callsite.instructions(code)
     callees = set(callsite.callee_reads(code))
-    found: dict[int, tuple[tuple[int, str], ...]] = {}
+    found: dict[int, tuple[Link, ...]] = {}
     for index, ins in enumerate(ops):
         if not _plain_read(ins) or type(ins.argval) is not str:
             continue
         _NAMES[(code, ins.offset)] = ins.argval
-        links: list[tuple[int, str]] = []
+        links: list[Link] = []
         at = index
         while len(links) < MAX_LINKS:
-            nxt = _next_read(ops, at)
+            nxt, local = _next_read(ops, at), None
+            if nxt is None:
+                nxt, local = _next_sibling(ops, at)
             if nxt is None or ops[nxt].offset in callees or type(ops[nxt].argval) is not str:
                 break
-            links.append((ops[nxt].offset, ops[nxt].argval))
+            links.append((ops[nxt].offset, ops[nxt].argval, local))
             at = nxt
         if links:
             found[ins.offset] = tuple(links)
@@ -141,3 +157,18 @@ def _next_read(ops: list[dis.Instruction], at: int) -> int | None:
             and len(ops[index].argval) == 2 and ops[index].argval[0] == ops[index].argval[1]:
         index += 1  # 3.13's one instruction for the same
     return index if index < len(ops) and _plain_read(ops[index]) else None
+
+
+def _next_sibling(ops: list[dis.Instruction], at: int) -> tuple[int | None, str | None]:
+    """``t = x.a; y.b`` (pytest's ``assert x.inv == y.inv``): the index of the plain read of another local that comes
+    next with nothing run between (a value stored, a local loaded), and that local's name."""
+    index = at + 1
+    if index + 2 < len(ops) and ops[index].opname == "STORE_FAST" and ops[index + 1].opname == "LOAD_FAST" \
+            and ops[index].argval != ops[index + 1].argval:
+        local, index = ops[index + 1].argval, index + 2
+    elif index + 1 < len(ops) and ops[index].opname == "STORE_FAST_LOAD_FAST" and type(ops[index].argval) is tuple \
+            and len(ops[index].argval) == 2 and ops[index].argval[0] != ops[index].argval[1]:
+        local, index = ops[index].argval[1], index + 1
+    else:
+        return None, None
+    return (index, str(local)) if _plain_read(ops[index]) and type(local) is str else (None, None)
