@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from mergegate.runner.subject import sandbox
-from mergegate.runner.trusted import chains, iterated, proxies, standins
+from mergegate.runner.trusted import chains, iterated, lengths, proxies, standins
 from tests.helpers import production_subject
 
 PRODUCTION = '''
@@ -99,6 +99,25 @@ def bag(*items):
 
 def unloopable():
     return Unloopable()
+
+
+class Sized:
+    """Writes down each ``len`` of it; fails it where told to."""
+    def __init__(self, n, fail):
+        self.n, self.fail = n, fail
+    def __len__(self):
+        READS.append("len%d" % self.n)
+        if self.fail:
+            raise ValueError("no length for %d" % self.n)
+        return self.n
+
+
+def sized(n, fail=False):
+    return Sized(n, fail)
+
+
+def grow(box):
+    box.n += 1
 
 
 def plain():
@@ -416,6 +435,75 @@ def test_a_malformed_drained_calliter_reply_is_refused(mod: Any) -> None:
     mod.lying(["ok", ["h", 1], ["ok", ["l", 1]]], op="calliter")  # no batch where one was asked for
     with pytest.raises(standins.SealedCallError, match="malformed calliter iterator"):
         frozenset(mod.bag(1))
+
+
+def test_two_lengths_one_after_the_other_are_one_request(mod: Any) -> None:
+    ch = proxies.channel_of(mod)
+    a, b = mod.sized(2), mod.sized(3)
+    mod.reads()
+    for _ in range(12):  # warm too: Python 3.11's specialized PRECALL runs ``len`` itself
+        before = ch.calls
+        assert len(a) != len(b)  # pytest's ``@py_assert2 = len(a)``, then ``len(b)``
+        assert ch.calls - before == 1 and mod.reads() == ["len2", "len3"]
+    before = ch.calls
+    same = len(b) == len(a)  # no temporaries
+    assert not same and ch.calls - before == 1 and mod.reads() == ["len3", "len2"]
+    plain = [1, 2]
+    before = ch.calls
+    assert len(a) == len(plain) and ch.calls - before == 1 and lengths.NOW[0] is None
+
+
+def test_a_length_that_fails_ends_the_pair_where_it_failed(mod: Any) -> None:
+    good, bad = mod.sized(2), mod.sized(5, True)
+    mod.reads()
+    with pytest.raises(ValueError, match="no length for 5"):
+        assert len(bad) == len(good)
+    assert mod.reads() == ["len5"], "the second length was asked after the first failed"
+    ch = proxies.channel_of(mod)
+    before = ch.calls
+    with pytest.raises(ValueError, match="no length for 5"):
+        assert len(good) == len(bad)  # the second's error: raised from the second call
+    assert ch.calls - before == 1 and mod.reads() == ["len2", "len5"] and lengths.NOW[0] is None
+
+
+def test_a_second_length_is_asked_again_once_anything_ran(mod: Any) -> None:
+    a, b = mod.sized(2), mod.sized(2)
+
+    def between(frame: FrameType, event: str, arg: Any) -> Any:  # a tracer runs between the two lengths
+        frame.f_trace_opcodes = True
+        if event == "opcode" and frame.f_code is two.__code__ and frame.f_lasti == second and not done:
+            done.append(lengths.NOW[0] is not None)  # the second length came with the first
+            mod.grow(b)  # production changed b between them (a request)
+        return between
+
+    def two(x: Any, y: Any) -> tuple[int, int]:
+        n = len(x)
+        m = len(y)
+        return n, m
+
+    loads = [i.offset for i in dis.get_instructions(two.__code__) if i.opname == "LOAD_GLOBAL"]
+    second = loads[1]
+    done: list[bool] = []
+    sys.settrace(between)
+    try:
+        got = two(a, b)
+    finally:
+        sys.settrace(None)
+    assert done == [True]
+    assert got == (2, 3), "a length that came before production changed was used"
+    assert lengths.NOW[0] is None
+
+
+def test_a_rebound_len_or_a_malformed_lens_reply(mod: Any) -> None:
+    a, b = mod.sized(1), mod.sized(4)
+    scope: dict[str, Any] = {"len": lambda x: 7}
+    exec("def two(x, y):\n    n = len(x)\n    return n, builtins_len(y)\n", scope)
+    scope["builtins_len"] = len
+    mod.reads()
+    assert scope["two"](a, b) == (7, 4) and mod.reads() == ["len4"] and lengths.NOW[0] is None
+    mod.lying(["ok", [["ok", 1], ["ok", 4], ["ok", 9]]], op="lens")
+    with pytest.raises(standins.SealedCallError, match="malformed lens reply"):
+        assert len(a) == len(b)
 
 
 # ---------------------------------------------------------------- end to end: a patch that cuts its chains short

@@ -250,6 +250,21 @@ def op_getattrs(s: Session, target: Any, names: Any) -> list[Any]:
     return ["ok", out]
 
 
+def op_lens(s: Session, targets: Any) -> list[Any]:
+    """``len(a) == len(b)`` (``trusted/lengths.py``): each length in the caller's order; the first ``len`` that raises
+    ends them, its error in its value's place."""
+    if type(targets) is not list or not 1 <= len(targets) <= 2:
+        raise ValueError("lens takes one or two objects")
+    out = list[Any]()
+    for target in targets:
+        try:
+            out.append(["ok", s.enc(len(s.dec(target)))])
+        except BaseException as exc:
+            out.append(s.error(exc))
+            break
+    return ["ok", out]
+
+
 def op_calliter(s: Session, target: Any, name: Any, args: Any, kwargs: Any, count: Any = None) -> list[Any]:
     """``target(*args)`` (or ``target.name(*args)``) and then ``iter`` of its value, as ``for x in obj.f():`` does
     (``trusted/iterated.py``): the value as a call sends it, and its iterator (or what ``iter`` raised) where the
@@ -320,7 +335,7 @@ def iterator(obj: Any) -> bool:
 OPS = {"signature": op_signature, "snapshot": op_snapshot, "defclass": op_defclass, "pickle": op_pickle,
        "unpickle": op_unpickle, "copy": op_copy, "ahead": op_ahead, "drain": op_drain,
        "dictof": op_dictof, "getattrs": op_getattrs,
-       "calliter": op_calliter}
+       "calliter": op_calliter, "lens": op_lens}
 
 
 _IMMUTABLE = (str, bytes, int, float, complex, bool, type(None))

@@ -51,7 +51,7 @@ def drain_calls(code: CodeType) -> dict[int, str]:
     out: dict[int, str] = {}
     for index, ins in enumerate(ops):
         if ins.opname == "LOAD_GLOBAL" and ins.argval in DRAINS and type(ins.arg) is int and ins.arg & 1:
-            call = _call_of(ops, index)
+            call = call_of(ops, index)
             if call is not None:
                 out[ops[call].offset] = str(ins.argval)
                 if ops[call].opname == "PRECALL" and call + 1 < len(ops) and ops[call + 1].opname == "CALL":
@@ -59,7 +59,7 @@ def drain_calls(code: CodeType) -> dict[int, str]:
     return out
 
 
-def _call_of(ops: list[dis.Instruction], load: int) -> int | None:
+def call_of(ops: list[dis.Instruction], load: int) -> int | None:
     """The index of the call that takes ``ops[load]`` (a ``LOAD_GLOBAL`` that pushes a NULL beside its name) as its
     callable with one argument and no keywords; None where that is not certain."""
     where = 1 if callsite.NULL_AFTER else 2  # the callable's height above the stack before the load

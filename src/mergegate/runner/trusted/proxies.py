@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import mergegate.runner.trusted.dictcopy as dictcopy
 import mergegate.runner.trusted.iterated as iterated
+import mergegate.runner.trusted.lengths as lengths
 from mergegate.runner.trusted import callsite, chains, classdefs, frozen, guess, hierarchy, methods, pickles, snapshots
 from mergegate.runner.trusted.ahead import drain
 from mergegate.runner.trusted.consumers import consumer
@@ -142,13 +143,7 @@ class Remote:
         return item in mine
 
     def __len__(self) -> int:
-        if object.__getattribute__(self, "_gate_ahead") is not None:  # a generator, filter, map...: no length
-            raise TypeError(f"object of type '{object.__getattribute__(self, '_gate_type')}' has no len()")
-        items = frozen.items(object.__getattribute__(self, "_gate_frozen"))
-        value = len(items) if items is not None else channel_of(self).op("len", self)
-        if type(value) is not int or value < 0:
-            raise TypeError("production returned a bad length")
-        return value
+        return lengths.of(channel_of(self), self, sys._getframe(1))  # ``len(a) == len(b)``: one request
 
     def __length_hint__(self) -> Any:
         # Asked (after ``__len__`` failed) only by what drains an iterator whole (list(), tuple(), sorted()):
