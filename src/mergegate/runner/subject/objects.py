@@ -130,9 +130,13 @@ def standard(module: str, qualname: str) -> Any:
 
 def op_snapshot(s: Session, targets: Any) -> list[Any]:
     """Each target's state as plain data (``protocol/snapshot.py``); the evaluator compares it."""
+    return ["ok", _snapshots(s, s.dec(targets))]
+
+
+def _snapshots(s: Session, objects: list[Any]) -> list[Any]:
     snapshot = importlib.import_module("_mergegate_protocol.snapshot")
     oracle_own = (Reverse, getattr(sys.modules.get(type(s).__module__), "Callback", Reverse))  # named back as is
-    return ["ok", [snapshot.Walk(s.ref, refs=oracle_own).node(t) for t in s.dec(targets)]]
+    return [snapshot.Walk(s.ref, refs=oracle_own).node(t) for t in objects]
 
 
 def op_defclass(s: Session, source: str, name: str, module: str, bases: Any, names: Any) -> list[Any]:
@@ -250,6 +254,24 @@ def op_getattrs(s: Session, target: Any, names: Any) -> list[Any]:
     return ["ok", out]
 
 
+def op_callsnap(s: Session, target: Any, name: Any, args: Any, kwargs: Any, other: Any, left: Any) -> list[Any]:
+    """``target(*args)`` (or ``target.name(*args)``) and then the snapshots the comparison of its value takes
+    (``trusted/compared.py``): the value's alone, or with ``other``'s, the left operand's first (``left``: the
+    value is the left one).  None where the evaluator takes none: the value a class, a module, a tuple of
+    production's or not a production object at all."""
+    fn = s.dec(target) if name is None else getattr(s.dec(target), str(name))
+    value = fn(*s.dec(args), **s.dec(kwargs))
+    sent = s.out(value)
+    if type(sent) is not list or sent[:1] not in (["h"], ["H"]) or isinstance(value, (type, types.ModuleType)) \
+            or issubclass(type(value), tuple):
+        return ["ok", sent, None]
+    try:
+        pair = [value] if other is None else [value, s.dec(other)] if left is True else [s.dec(other), value]
+        return ["ok", sent, ["ok", _snapshots(s, pair)]]
+    except BaseException as exc:
+        return ["ok", sent, s.error(exc)]
+
+
 def op_lens(s: Session, targets: Any) -> list[Any]:
     """``len(a) == len(b)`` (``trusted/lengths.py``): each length in the caller's order; the first ``len`` that raises
     ends them, its error in its value's place."""
@@ -335,7 +357,7 @@ def iterator(obj: Any) -> bool:
 OPS = {"signature": op_signature, "snapshot": op_snapshot, "defclass": op_defclass, "pickle": op_pickle,
        "unpickle": op_unpickle, "copy": op_copy, "ahead": op_ahead, "drain": op_drain,
        "dictof": op_dictof, "getattrs": op_getattrs,
-       "calliter": op_calliter, "lens": op_lens}
+       "calliter": op_calliter, "lens": op_lens, "callsnap": op_callsnap}
 
 
 _IMMUTABLE = (str, bytes, int, float, complex, bool, type(None))

@@ -6,7 +6,7 @@ import inspect
 import sys
 from typing import Any
 
-from mergegate.runner.trusted import iterated
+from mergegate.runner.trusted import compared, iterated
 from mergegate.runner.trusted.link import Link
 
 
@@ -25,10 +25,9 @@ class Method:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         ch, frame = _channel(self._gate_self), sys._getframe(1)
-        site = iterated.iterated_at_once(frame)  # ``for x in obj.f():``: its iterator with it (``iterated.py``)
-        if site is not None:
-            return iterated.call(ch, ch.enc(self._gate_self), self._gate_name, ch.args(args, kwargs), frame, site)
-        return ch.request("callattr", ch.enc(self._gate_self), self._gate_name, *ch.args(args, kwargs))
+        done, value = fused_call(ch, self._gate_self, self._gate_name, args, kwargs, frame)
+        return value if done else ch.request("callattr", ch.enc(self._gate_self), self._gate_name,
+                                             *ch.args(args, kwargs))
 
     def gate_read(self) -> Any:
         if self._gate_value is None:
@@ -64,3 +63,16 @@ def signature(handle: Any) -> inspect.Signature:
             extra["annotation"] = annotation
         out.append(inspect.Parameter(str(name), inspect._ParameterKind(int(kind)), **extra))
     return inspect.Signature(out)
+
+
+def fused_call(ch: Any, owner: Any, name: str | None, args: Any, kwargs: Any, frame: Any) -> tuple[bool, Any]:
+    """``(True, value)`` for a call of ``owner`` (its method ``name``, or itself) whose value the caller iterates
+    (``iterated.py``: ``for x in obj.f():``) or compares (``compared.py``: ``assert expected == obj.f()``) at once,
+    made with that next step in one request; ``(False, None)`` for any other: a plain call."""
+    site = iterated.iterated_at_once(frame)
+    if site is not None:
+        return True, iterated.call(ch, ch.enc(owner), name, ch.args(args, kwargs), frame, site)
+    fused = compared.ahead(frame, ch)
+    if fused is not None:
+        return True, compared.call(ch, ch.enc(owner), name, ch.args(args, kwargs), frame, *fused)
+    return False, None

@@ -15,6 +15,7 @@ import types
 from collections.abc import Callable
 from typing import Any, Literal
 
+import mergegate.runner.trusted.compared as compared
 import mergegate.runner.trusted.dictcopy as dictcopy
 import mergegate.runner.trusted.iterated as iterated
 import mergegate.runner.trusted.lengths as lengths
@@ -72,9 +73,8 @@ class Remote:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         ch, frame = channel_of(self), sys._getframe(1)
-        site = iterated.iterated_at_once(frame)  # ``for x in f():``: its iterator with it (``iterated.py``)
-        return ch.call(self, args, kwargs) if site is None else \
-            iterated.call(ch, ch.enc(self), None, ch.args(args, kwargs), frame, site)
+        done, value = methods.fused_call(ch, self, None, args, kwargs, frame)  # iterated or compared at once
+        return value if done else ch.call(self, args, kwargs)
 
     def __repr__(self) -> str:
         text = channel_of(self).op("repr", self)
@@ -96,20 +96,10 @@ class Remote:
         return channel_of(self).request("copy", channel_of(self).enc(self), True)
 
     def __eq__(self, other: object) -> Any:
-        # Decided here, over snapshots (``snapshots.py``): production's __eq__ is never asked.  Where
-        # the snapshot has no answer (a mapping against a non-mapping) the other side's own __eq__ is
-        # asked, as Python does: a trusted object's, never production's.
-        if _asks(self) and type(other) is Remote and _asks(other) and channel_of(other) is channel_of(self):
-            mine, theirs = snapshots.take_all(channel_of(self), [self, other])  # both in one request
-        else:
-            mine = _snap(self)
-            theirs = snapshots.resolve(other)
-        if type(mine) is not snapshots.Snap and remote_id(mine) is not None:
-            return mine is theirs  # a class or function: identity
-        return mine.__eq__(theirs) if type(mine) is snapshots.Snap else mine == theirs
+        return _equal(self, other, sys._getframe(1))
 
     def __ne__(self, other: object) -> Any:
-        equal = self.__eq__(other)
+        equal = _equal(self, other, sys._getframe(1))
         return equal if equal is NotImplemented else not equal
 
     @property  # type: ignore[misc]
@@ -191,6 +181,22 @@ class Remote:
         raise NotImplementedError
 
 
+def _equal(self: Remote, other: object, frame: Any) -> Any:
+    # Decided here, over snapshots (``snapshots.py``): production's __eq__ is never asked.  Where the snapshot has
+    # no answer (a mapping against a non-mapping) the other side's own __eq__ is asked: a trusted object's.
+    came = compared.take(channel_of(self), self, other, frame) if compared.NOW[0] is not None else None
+    if came is not None:  # taken with the call that returned one side (``compared.py``)
+        mine, theirs = came
+    elif _asks(self) and type(other) is Remote and _asks(other) and channel_of(other) is channel_of(self):
+        mine, theirs = snapshots.take_all(channel_of(self), [self, other])  # both in one request
+    else:
+        mine = _snap(self)
+        theirs = snapshots.resolve(other)
+    if type(mine) is not snapshots.Snap and remote_id(mine) is not None:
+        return mine is theirs  # a class or function: identity
+    return mine.__eq__(theirs) if type(mine) is snapshots.Snap else mine == theirs
+
+
 def _snap(handle: Any) -> Any:
     if not _asks(handle):
         return object.__getattribute__(handle, "_gate_frozen").items  # a tuple's, sent with its handle
@@ -204,8 +210,6 @@ def _asks(handle: Any) -> bool:
 
 
 Remote.gate_snapshot = staticmethod(_snap)  # type: ignore[attr-defined]
-
-
 Remote.__signature__ = property(methods.signature)  # type: ignore[assignment,method-assign]
 
 

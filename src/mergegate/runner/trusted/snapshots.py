@@ -217,13 +217,25 @@ def take_all(ch: Link, handles: list[Any]) -> list[Any]:
     try:
         nodes = ch.raw("snapshot", ch.enc(handles))
     except ProductionError as exc:
-        if getattr(exc, "remote_type", "") == "SnapshotBound" or type(exc).__qualname__ == "SnapshotBound":
-            raise SealedCallError(f"cannot compare a production object: its snapshot is over a bound ({exc}); "
-                                  "compare plain values read off it") from None
-        raise
-    if type(nodes) is not list or len(nodes) != len(handles):
+        if refused(exc) is exc:
+            raise
+        raise refused(exc) from None
+    return received(ch, nodes, len(handles))
+
+
+def received(ch: Link, nodes: Any, count: int) -> list[Any]:
+    """``count`` snapshots as the subject sent them, decoded (``take_all``; ``compared.py``: with a call)."""
+    if type(nodes) is not list or len(nodes) != count:
         raise SealedCallError("the subject sent a malformed snapshot")
     return [decode(ch, node, 0) for node in nodes]
+
+
+def refused(exc: BaseException) -> BaseException:
+    """What taking a snapshot that failed raises: a snapshot over its bound refused as the gate's; else ``exc``."""
+    if getattr(exc, "remote_type", "") == "SnapshotBound" or type(exc).__qualname__ == "SnapshotBound":
+        return SealedCallError(f"cannot compare a production object: its snapshot is over a bound ({exc}); "
+                               "compare plain values read off it")
+    return exc
 
 
 def _no_refs(data: list[Any]) -> Any:
