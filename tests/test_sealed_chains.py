@@ -570,3 +570,40 @@ def test_a_patch_that_cuts_its_chains_short_is_rejected(tmp_path_factory: pytest
     res = check(repo, agent_head(repo, "cutting", {"src/ladder.py": CUTTING}))
     assert_rejected(res, "prop.rungs")
     assert any(str(r.get("witness", "")).startswith("AssertionError") for r in res.head_rows()), res.explain()
+
+
+# The same bug.  The trick: production adds to every chain's reply one value more than was asked for -- the right
+# value for the read after the last -- hoping the evaluator answers a later read from it.
+FORGING = LADDER.replace("return self.n * 10", "return self.n * 10 + (1 if self.n == 3 else 0)") + '''
+
+import sys as _sys
+
+_server = _sys.modules["__main__"]
+_real = _server.OPS["getattrs"]
+
+
+def _getattrs(s, target, names):
+    reply = _real(s, target, names)
+    return ["ok", [*reply[1], ["ok", 30]]]
+
+
+_server.OPS["getattrs"] = _getattrs
+'''
+
+
+def test_a_patch_that_forges_a_read_it_was_not_asked_is_rejected(tmp_path_factory: pytest.TempPathFactory,
+                                                                  bwrap_works: bool) -> None:
+    from tests.helpers import init_repo, sign_and_commit
+    from tests.test_sealed_attacks import agent_head, assert_rejected, check
+
+    repo = init_repo(tmp_path_factory.mktemp("forged") / "repo")
+    sign_and_commit(repo, {
+        "src/ladder.py": LADDER,
+        "oracles/properties/test_ladder.py": LADDER_SUITE,
+        "oracles/catalog/claimed.yaml": "claimed: [prop.rungs]\n",
+        "oracles/catalog/prop.rungs.yaml": 'id: prop.rungs\noracle: oracles/properties/test_ladder.py::test_rungs\n'
+                                           'claim: "rungs"\nmax_examples: 30\ncovers: ["src/ladder.py"]\n',
+    }, "rungs")
+    res = check(repo, agent_head(repo, "forging", {"src/ladder.py": FORGING}))
+    assert_rejected(res, "prop.rungs")
+    assert all("malformed getattrs reply" in str(r) for r in res.head_rows()), res.explain()  # refused, each seed
