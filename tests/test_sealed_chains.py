@@ -550,12 +550,11 @@ _server.OPS["getattrs"] = _getattrs
 '''
 
 
-def test_a_patch_that_cuts_its_chains_short_is_rejected(tmp_path_factory: pytest.TempPathFactory,
-                                                        bwrap_works: bool) -> None:
+def _ladder_repo(factory: pytest.TempPathFactory, name: str) -> Any:
+    """A repository whose trusted revision holds the ladder and its property, signed."""
     from tests.helpers import init_repo, sign_and_commit
-    from tests.test_sealed_attacks import agent_head, assert_admitted, assert_rejected, check
 
-    repo = init_repo(tmp_path_factory.mktemp("chains") / "repo")
+    repo = init_repo(factory.mktemp(name) / "repo")
     sign_and_commit(repo, {
         "src/ladder.py": LADDER,
         "oracles/properties/test_ladder.py": LADDER_SUITE,
@@ -563,6 +562,14 @@ def test_a_patch_that_cuts_its_chains_short_is_rejected(tmp_path_factory: pytest
         "oracles/catalog/prop.rungs.yaml": 'id: prop.rungs\noracle: oracles/properties/test_ladder.py::test_rungs\n'
                                            'claim: "rungs"\nmax_examples: 30\ncovers: ["src/ladder.py"]\n',
     }, "rungs")
+    return repo
+
+
+def test_a_patch_that_cuts_its_chains_short_is_rejected(tmp_path_factory: pytest.TempPathFactory,
+                                                        bwrap_works: bool) -> None:
+    from tests.test_sealed_attacks import agent_head, assert_admitted, assert_rejected, check
+
+    repo = _ladder_repo(tmp_path_factory, "chains")
     honest = check(repo, agent_head(repo, "honest", {"src/ladder.py": LADDER + "\nVERSION = 2\n"}))
     assert_admitted(honest)
     calls = [r.get("production_calls") for r in honest.head_rows()]
@@ -593,17 +600,9 @@ _server.OPS["getattrs"] = _getattrs
 
 def test_a_patch_that_forges_a_read_it_was_not_asked_is_rejected(tmp_path_factory: pytest.TempPathFactory,
                                                                   bwrap_works: bool) -> None:
-    from tests.helpers import init_repo, sign_and_commit
     from tests.test_sealed_attacks import agent_head, assert_rejected, check
 
-    repo = init_repo(tmp_path_factory.mktemp("forged") / "repo")
-    sign_and_commit(repo, {
-        "src/ladder.py": LADDER,
-        "oracles/properties/test_ladder.py": LADDER_SUITE,
-        "oracles/catalog/claimed.yaml": "claimed: [prop.rungs]\n",
-        "oracles/catalog/prop.rungs.yaml": 'id: prop.rungs\noracle: oracles/properties/test_ladder.py::test_rungs\n'
-                                           'claim: "rungs"\nmax_examples: 30\ncovers: ["src/ladder.py"]\n',
-    }, "rungs")
+    repo = _ladder_repo(tmp_path_factory, "forged")
     res = check(repo, agent_head(repo, "forging", {"src/ladder.py": FORGING}))
     assert_rejected(res, "prop.rungs")
     assert all("malformed getattrs reply" in str(r) for r in res.head_rows()), res.explain()  # refused, each seed

@@ -55,3 +55,14 @@ def take(slot: list[Any], ch: Any, owner: Any, frame: FrameType) -> Ahead | None
         return None
     slot[0] = None
     return now if now.fits(ch, owner, frame) else None
+
+
+def fused_call(ch: Any, message: tuple[Any, ...]) -> tuple[Any, Any]:
+    """A call fused with the caller's next step (``iterated.py``, ``compared.py``): the call's value, decoded, and
+    what came for that step as the subject sent it (an ``ok`` or ``err`` entry), or None where nothing came."""
+    reply = ch.exchange(message)
+    if reply[0] != "ok":
+        raise ch.error(reply, stop_allowed=False)
+    if len(reply) != 3 or not (reply[2] is None or (type(reply[2]) is list and reply[2][:1] in (["ok"], ["err"]))):
+        raise ch.error([f"malformed {message[0]} reply"])
+    return ch.dec(reply[1]), reply[2]

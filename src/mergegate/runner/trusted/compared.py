@@ -68,13 +68,8 @@ def call(ch: Any, target: Any, name: str | None, arguments: tuple[Any, Any], fra
     comparison at ``site`` takes, in one ``callsnap`` request; the value returned, the snapshots kept."""
     at, _local, left = site
     remote = type(other) is _stand_in()
-    reply = ch.exchange(("callsnap", target, name, *arguments, ch.enc(other) if remote else None, left))
-    if reply[0] != "ok":
-        raise ch.error(reply, stop_allowed=False)
-    if len(reply) != 3 or not (reply[2] is None or (type(reply[2]) is list and reply[2][:1] in (["ok"], ["err"]))):
-        raise ch.error(["malformed callsnap reply"])
-    value = ch.dec(reply[1])
-    got = reply[2]
+    message = ("callsnap", target, name, *arguments, ch.enc(other) if remote else None, left)
+    value, got = answered.fused_call(ch, message)
     if got is None:
         return value
     if got[0] == "err":

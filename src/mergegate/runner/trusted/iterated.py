@@ -55,13 +55,8 @@ def call(ch: Any, target: Any, name: str | None, arguments: tuple[Any, Any], fra
     one ``calliter`` request; the value returned, the iterator (with its first batch, for a builtin that drains it)
     kept for the caller's step at ``site``."""
     at, drains = site
-    reply = ch.exchange(("calliter", target, name, *arguments, *(() if drains is None else (ahead.SIZES[-1],))))
-    if reply[0] != "ok":
-        raise ch.error(reply, stop_allowed=False)
-    if len(reply) != 3 or not (reply[2] is None or (type(reply[2]) is list and reply[2][:1] in (["ok"], ["err"]))):
-        raise ch.error(["malformed calliter reply"])
-    value = ch.dec(reply[1])
-    got = reply[2]
+    batch = () if drains is None else (ahead.SIZES[-1],)
+    value, got = answered.fused_call(ch, ("calliter", target, name, *arguments, *batch))
     if got is None:
         return value
     failed = got[0] == "err"
@@ -69,7 +64,7 @@ def call(ch: Any, target: Any, name: str | None, arguments: tuple[Any, Any], fra
         raise ch.error(["malformed calliter iterator"])
     it = ch.error(got, stop_allowed=False) if failed else ch.dec(got[1])  # at once: a handle named is known
     if drains is not None and not failed:
-        ahead.started(ch, it, got[2], got[3], reply)  # its first batch, read as ``drain`` reads it
+        ahead.started(ch, it, got[2], got[3], got)  # its first batch, read as ``drain`` reads it
     answered.keep(NOW, ch, frame, at, value, (it, failed))  # kept only for a stand-in (``answered.py``)
     return value
 
