@@ -117,3 +117,24 @@ def production_subject(factory: Any, module: str, source: str, tag: str) -> Iter
         yield subject
     finally:
         subject.close()
+
+
+def traced_at(func: Any, offset: int, action: Any, *args: Any) -> tuple[Any, list[Any]]:
+    """``func(*args)`` with ``action(frame)`` run once just before the instruction of ``func`` at ``offset``, from a
+    tracer (code that runs between two of the caller's instructions); the result and what ``action`` returned."""
+    import sys
+
+    seen: list[Any] = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        if event == "opcode" and frame.f_code is func.__code__ and frame.f_lasti == offset and not seen:
+            seen.append(action(frame))
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        value = func(*args)
+    finally:
+        sys.settrace(None)
+    return value, seen

@@ -9,7 +9,6 @@ else ran or was asked, and a malformed reply refused.
 from __future__ import annotations
 
 import dis
-import sys
 import types
 from collections.abc import Iterator
 from types import FrameType
@@ -19,7 +18,7 @@ import pytest
 
 from mergegate.runner.subject import sandbox
 from mergegate.runner.trusted import chains, iterated, lengths, proxies, standins
-from tests.helpers import production_subject
+from tests.helpers import production_subject, traced_at
 
 PRODUCTION = '''
 import sys
@@ -197,23 +196,16 @@ def test_nothing_is_answered_from_what_came_once_anything_else_ran(mod: Any) -> 
     y = x.next
     assert y.value == 2 and mod.reads() == ["next", "mark", "next", "value"]
 
-    def between(frame: FrameType, event: str, arg: Any) -> Any:  # a tracer runs between two opcodes of a chain
-        frame.f_trace_opcodes = True
-        if event == "opcode" and frame.f_code is reach.__code__ and frame.f_lasti == second and not done:
-            done.append(chains.NOW[0] is not None)  # the second read came with the first
-            mod.relink_second(head, other)  # production changed between the reads (a request, no stand-in read)
-        return between
+    def between(frame: FrameType) -> bool:  # a tracer runs between two opcodes of a chain
+        came = chains.NOW[0] is not None  # the second read came with the first
+        mod.relink_second(head, other)  # production changed between the reads (a request, no stand-in read)
+        return came
 
     def reach(node: Any) -> Any:
         return node.next.next
 
     second = [i.offset for i in dis.get_instructions(reach.__code__) if i.opname == "LOAD_ATTR"][1]
-    done: list[bool] = []
-    sys.settrace(between)
-    try:
-        got = reach(head)
-    finally:
-        sys.settrace(None)
+    got, done = traced_at(reach, second, between, head)
     assert done == [True]
     assert got is other, "a value that came before production changed was used"
     # the first read, the second made with it, the tracer's relink, and the second asked again
@@ -262,27 +254,19 @@ def test_a_read_of_another_local_comes_with_the_read_before_it(mod: Any) -> None
 def test_a_read_of_another_local_is_asked_again_once_anything_ran(mod: Any) -> None:
     a, b = mod.chain(3), mod.chain(3)
 
-    def between(frame: FrameType, event: str, arg: Any) -> Any:  # a tracer runs between the two reads
-        frame.f_trace_opcodes = True
-        if event == "opcode" and frame.f_code is two.__code__ and frame.f_lasti == second and not done:
-            done.append(chains.NOW[0] is not None)  # the second read came with the first
-            mod.relink_second(b, a)  # production changed b's next between them (a request)
-        return between
+    def between(frame: FrameType) -> bool:  # a tracer runs between the two reads
+        came = chains.NOW[0] is not None  # the second read came with the first
+        mod.relink_second(b, a)  # production changed b's next between them (a request)
+        return came
 
     def two(x: Any, y: Any) -> Any:
         first = x.next
         then = y.next.next
         return first, then
 
-    reads = [i for i in dis.get_instructions(two.__code__) if i.opname == "LOAD_ATTR"]
-    second = reads[1].offset
-    done: list[bool] = []
+    second = [i.offset for i in dis.get_instructions(two.__code__) if i.opname == "LOAD_ATTR"][1]
     mod.reads()
-    sys.settrace(between)
-    try:
-        got = two(a, b)
-    finally:
-        sys.settrace(None)
+    got, done = traced_at(two, second, between, a, b)
     assert done == [True]
     assert got[1].value == 0, "a read that came before production changed was used"
     assert chains.NOW[0] is None
@@ -320,24 +304,17 @@ def test_iter_that_fails_raises_from_the_loop(mod: Any) -> None:
 def test_an_iterator_is_not_used_once_anything_else_was_asked(mod: Any) -> None:
     box = mod.bag(1)
 
-    def between(frame: FrameType, event: str, arg: Any) -> Any:  # a tracer runs between the call and GET_ITER
-        frame.f_trace_opcodes = True
-        if event == "opcode" and frame.f_code is loop.__code__ and frame.f_lasti == get_iter and not done:
-            done.append(iterated.NOW[0] is not None)  # the iterator came with the call
-            mod.add_two(box)  # production changed between them (a request)
-        return between
+    def between(frame: FrameType) -> bool:  # a tracer runs between the call and GET_ITER
+        came = iterated.NOW[0] is not None  # the iterator came with the call
+        mod.add_two(box)  # production changed between them (a request)
+        return came
 
     def loop(m: Any, b: Any) -> list[Any]:
         return [x for x in m.same(b)]
 
     get_iter = next(i.offset for i in dis.get_instructions(loop.__code__) if i.opname == "GET_ITER")
-    done: list[bool] = []
     mod.reads()
-    sys.settrace(between)
-    try:
-        got = loop(mod, box)
-    finally:
-        sys.settrace(None)
+    got, done = traced_at(loop, get_iter, between, mod, box)
     assert done == [True]
     assert got == [1, 2], "an iterator that came before production changed was used"
     assert mod.reads() == ["iter", "iter"] and iterated.NOW[0] is None  # made with the call, then asked again
@@ -399,25 +376,17 @@ def test_a_rebound_set_is_not_drained_ahead(mod: Any) -> None:
 def test_a_drained_call_is_not_answered_once_anything_else_was_asked(mod: Any) -> None:
     box = mod.bag(1)
 
-    def between(frame: FrameType, event: str, arg: Any) -> Any:  # a tracer runs between the call and frozenset's
-        frame.f_trace_opcodes = True
-        if event == "opcode" and frame.f_code is drain.__code__ and frame.f_lasti == call_at and not done:
-            done.append(iterated.NOW[0] is not None)  # the iterator and its items came with the call
-            mod.add_two(box)  # production changed between them (a request)
-        return between
+    def between(frame: FrameType) -> bool:  # a tracer runs between the call and frozenset's
+        came = iterated.NOW[0] is not None  # the iterator and its items came with the call
+        mod.add_two(box)  # production changed between them (a request)
+        return came
 
     def drain(m: Any, b: Any) -> frozenset[Any]:
         return frozenset(m.same(b))
 
     calls = [i for i in dis.get_instructions(drain.__code__) if i.opname in ("PRECALL", "CALL")]
-    call_at = calls[-1].offset  # frozenset's own call (a tracer's opcode event comes before it runs)
-    done: list[bool] = []
     mod.reads()
-    sys.settrace(between)
-    try:
-        got = drain(mod, box)
-    finally:
-        sys.settrace(None)
+    got, done = traced_at(drain, calls[-1].offset, between, mod, box)  # just before frozenset's own call
     assert done == [True]
     assert got == {1, 2}, "items that came before production changed were used"
     assert mod.reads() == ["iter", "iter"] and iterated.NOW[0] is None  # read with the call, then asked again
@@ -469,26 +438,18 @@ def test_a_length_that_fails_ends_the_pair_where_it_failed(mod: Any) -> None:
 def test_a_second_length_is_asked_again_once_anything_ran(mod: Any) -> None:
     a, b = mod.sized(2), mod.sized(2)
 
-    def between(frame: FrameType, event: str, arg: Any) -> Any:  # a tracer runs between the two lengths
-        frame.f_trace_opcodes = True
-        if event == "opcode" and frame.f_code is two.__code__ and frame.f_lasti == second and not done:
-            done.append(lengths.NOW[0] is not None)  # the second length came with the first
-            mod.grow(b)  # production changed b between them (a request)
-        return between
+    def between(frame: FrameType) -> bool:  # a tracer runs between the two lengths
+        came = lengths.NOW[0] is not None  # the second length came with the first
+        mod.grow(b)  # production changed b between them (a request)
+        return came
 
     def two(x: Any, y: Any) -> tuple[int, int]:
         n = len(x)
         m = len(y)
         return n, m
 
-    loads = [i.offset for i in dis.get_instructions(two.__code__) if i.opname == "LOAD_GLOBAL"]
-    second = loads[1]
-    done: list[bool] = []
-    sys.settrace(between)
-    try:
-        got = two(a, b)
-    finally:
-        sys.settrace(None)
+    second = [i.offset for i in dis.get_instructions(two.__code__) if i.opname == "LOAD_GLOBAL"][1]
+    got, done = traced_at(two, second, between, a, b)
     assert done == [True]
     assert got == (2, 3), "a length that came before production changed was used"
     assert lengths.NOW[0] is None

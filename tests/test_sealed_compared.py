@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import dis
-import sys
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
@@ -20,7 +19,7 @@ import pytest
 
 from mergegate.runner.subject import sandbox
 from mergegate.runner.trusted import compared, proxies, standins
-from tests.helpers import production_subject
+from tests.helpers import production_subject, traced_at
 
 PRODUCTION = '''
 import collections.abc
@@ -171,20 +170,13 @@ def test_snapshots_are_taken_again_once_anything_ran(mod: Any) -> None:
         value = b.copy()
         return expected == value
 
-    def between(frame: FrameType, event: str, arg: Any) -> Any:  # a tracer runs between the call and the compare
-        frame.f_trace_opcodes = True
-        if event == "opcode" and frame.f_code is check.__code__ and frame.f_lasti == compare and not done:
-            done.append(compared.NOW[0] is not None)  # the snapshot came with the call
-            mod.add(frame.f_locals["value"], 2)  # production changed the value between them (a request)
-        return between
+    def between(frame: FrameType) -> bool:  # a tracer runs between the call and the compare
+        came = compared.NOW[0] is not None  # the snapshot came with the call
+        mod.add(frame.f_locals["value"], 2)  # production changed the value between them (a request)
+        return came
 
     compare = next(i.offset for i in dis.get_instructions(check.__code__) if i.opname == "COMPARE_OP")
-    done: list[bool] = []
-    sys.settrace(between)
-    try:
-        got = check(box, frozenset({1}))
-    finally:
-        sys.settrace(None)
+    got, done = traced_at(check, compare, between, box, frozenset({1}))
     assert done == [True]
     assert got is False, "a snapshot taken before production changed was used"
     assert compared.NOW[0] is None
