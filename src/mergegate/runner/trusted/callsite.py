@@ -34,6 +34,9 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import TypeVar
 
+from mergegate.runner.trusted import decoded
+from mergegate.runner.trusted.decoded import Instruction
+
 T = TypeVar("T")
 
 _VERSION = sys.version_info[:2]
@@ -41,6 +44,7 @@ KNOWN = (3, 11) <= _VERSION <= (3, 13)  # the bytecode shapes below; elsewhere n
 _NULL_AFTER = _VERSION >= (3, 13)  # 3.13 pushes a callee, then NULL; 3.11 and 3.12 NULL, then the callee
 _TEMPORARY = "@py_assert"  # pytest's assertion rewriter's temporaries (no source can spell the name)
 _SITES: dict[CodeType, frozenset[int]] = {}  # per code object: offsets of reads that are callees
+_DECODED: dict[CodeType, list[Instruction]] = {}  # per code object: its instructions, read once for every table
 
 
 def called_at_once(frame: FrameType | None) -> bool:
@@ -61,13 +65,18 @@ def sites_of(frame: FrameType | None, cache: dict[CodeType, T], build: Callable[
     return found
 
 
-def instructions(code: CodeType) -> list[dis.Instruction]:
+def instructions(code: CodeType) -> list[Instruction]:
     """``code``'s instructions, without the interpreter's caches and prefixes; none where ``dis`` cannot read it
-    (nothing is fused there)."""
-    try:
-        return [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG", "NOP")]
-    except Exception:
-        return []
+    (nothing is fused there).  Read once per code object: every site table (``chains``, ``iterated``, ``compared``,
+    ``lengths``, ``consumers`` and this module's) reads the same list, never changing it."""
+    found = _DECODED.get(code)
+    if found is None:
+        try:
+            found = decoded.instructions(code)
+        except Exception:
+            found = []
+        _DECODED[code] = found
+    return found
 
 
 def callee_reads(code: CodeType) -> list[int]:
@@ -94,7 +103,7 @@ _PUSHES_ONLY = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST",
 _QUIET = _PUSHES_ONLY | {"KW_NAMES", "BUILD_TUPLE", "BUILD_LIST", "BUILD_CONST_KEY_MAP", "STORE_FAST"}
 
 
-def _quiet_until_call(ops: list[dis.Instruction], start: int) -> int | None:
+def _quiet_until_call(ops: list[Instruction], start: int) -> int | None:
     """The index of the first call at or after ``start`` when every instruction before it runs no code."""
     for index in range(start, len(ops)):
         if ops[index].opname in _CALLEE_DEPTH:
@@ -104,7 +113,7 @@ def _quiet_until_call(ops: list[dis.Instruction], start: int) -> int | None:
     return None
 
 
-def _callee_on_stack(ops: list[dis.Instruction], read: int, depth: dict[str, int], pushed: int = 1) -> bool:
+def _callee_on_stack(ops: list[Instruction], read: int, depth: dict[str, int], pushed: int = 1) -> bool:
     """``ops[read]`` (an attribute read that pushes ``pushed`` items) is the callable of the call that follows its
     quiet arguments.
 
@@ -127,7 +136,7 @@ def _callee_on_stack(ops: list[dis.Instruction], read: int, depth: dict[str, int
     return type(argc) is int and height == argc + depth[ops[call].opname]
 
 
-def _method_read(ins: dis.Instruction) -> bool:
+def _method_read(ins: Instruction) -> bool:
     """``obj.name(...)``'s read: ``LOAD_METHOD`` (3.11), ``LOAD_ATTR`` with its low bit set (3.12 and later)."""
     return ins.opname == "LOAD_METHOD" or (ins.opname == "LOAD_ATTR" and _VERSION >= (3, 12)
                                            and type(ins.arg) is int and bool(ins.arg & 1))
@@ -136,7 +145,7 @@ def _method_read(ins: dis.Instruction) -> bool:
 METHOD_READ = _method_read  # ``chains.py`` tells a plain read from a method's the same way
 
 
-def _rewritten_callee(ops: list[dis.Instruction], store: int) -> bool:
+def _rewritten_callee(ops: list[Instruction], store: int) -> bool:
     """``ops[store]`` stores into an assertion temporary that is the callee of the next call, with nothing but
     quiet instructions between."""
     ins = ops[store]

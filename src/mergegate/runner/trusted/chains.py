@@ -20,11 +20,11 @@ answers itself (a name of its own, ``__class__``) or one that is a call's callee
 
 from __future__ import annotations
 
-import dis
 from types import CodeType, FrameType
 from typing import Any
 
 from mergegate.runner.trusted import answered, callsite
+from mergegate.runner.trusted.decoded import Instruction
 from mergegate.runner.trusted.local_names import HARNESS
 
 MAX_LINKS = 8  # reads after the first sent in one request
@@ -119,7 +119,7 @@ def _given(value: tuple[Any, bool]) -> Any:
     return value[0]
 
 
-def _plain_read(ins: dis.Instruction) -> bool:
+def _plain_read(ins: Instruction) -> bool:
     return ins.opname == "LOAD_ATTR" and not callsite.METHOD_READ(ins)
 
 
@@ -147,7 +147,7 @@ def _chains(code: CodeType) -> dict[int, tuple[Link, ...]]:
     return found
 
 
-def _next_read(ops: list[dis.Instruction], at: int) -> int | None:
+def _next_read(ops: list[Instruction], at: int) -> int | None:
     """The index of the plain read of ``ops[at]``'s value that comes next with nothing run between, if any."""
     index = at + 1
     if index + 1 < len(ops) and ops[index].opname == "STORE_FAST" and ops[index + 1].opname == "LOAD_FAST" \
@@ -159,7 +159,7 @@ def _next_read(ops: list[dis.Instruction], at: int) -> int | None:
     return index if index < len(ops) and _plain_read(ops[index]) else None
 
 
-def _next_sibling(ops: list[dis.Instruction], at: int) -> tuple[int | None, str | None]:
+def _next_sibling(ops: list[Instruction], at: int) -> tuple[int | None, str | None]:
     """``t = x.a; y.b`` (pytest's ``assert x.inv == y.inv``): the index of the plain read of another local that comes
     next with nothing run between (a value stored, a local loaded), and that local's name."""
     index = at + 1

@@ -27,6 +27,7 @@ import dis
 from types import CodeType, FrameType
 
 from mergegate.runner.trusted import callsite
+from mergegate.runner.trusted.decoded import Instruction
 
 DRAINS = frozenset({"list", "tuple", "sorted", "set", "frozenset", "dict"})  # dict: ``dictcopy.py``
 UNSIZED = frozenset({"set", "frozenset"})  # ask their argument for its iterator and nothing else (``iterated.py``)
@@ -59,7 +60,7 @@ def drain_calls(code: CodeType) -> dict[int, str]:
     return out
 
 
-def call_of(ops: list[dis.Instruction], load: int) -> int | None:
+def call_of(ops: list[Instruction], load: int) -> int | None:
     """The index of the call that takes ``ops[load]`` (a ``LOAD_GLOBAL`` that pushes a NULL beside its name) as its
     callable with one argument and no keywords; None where that is not certain."""
     where = 1 if callsite.NULL_AFTER else 2  # the callable's height above the stack before the load

@@ -24,11 +24,11 @@ dropped and ``iter`` is a request, as before (a dropped batch was production run
 from __future__ import annotations
 
 import builtins
-import dis
 from types import CodeType, FrameType
 from typing import Any
 
 from mergegate.runner.trusted import ahead, answered, callsite, consumers
+from mergegate.runner.trusted.decoded import Instruction
 
 Site = tuple[tuple[int, ...], "str | None"]  # where the caller asks for the iterator; the builtin draining it, or None
 _SITES: dict[CodeType, dict[int, Site]] = {}  # per code: a call's offset -> the GET_ITER or the builtin's call after it
@@ -102,7 +102,7 @@ def _iterated_calls(code: CodeType) -> dict[int, Site]:
     return out
 
 
-def _stored_for_a_drain(ops: list[dis.Instruction], at: int, drains: dict[int, str]) -> bool:
+def _stored_for_a_drain(ops: list[Instruction], at: int, drains: dict[int, str]) -> bool:
     """Whether ``ops[at:]`` store the value in a local, load the builtin's name (``LOAD_GLOBAL``) and the local back,
     and call it: nothing of the caller's runs between the call and the builtin's."""
     if at + 3 >= len(ops):
