@@ -247,6 +247,27 @@ def test_property_importing_something_missing_at_base_is_a_clear_error(shop: Pat
     assert "no_such_module_anywhere" in proc.stderr
 
 
+def test_property_importing_what_only_the_head_adds_is_judged_not_an_error(shop: Path) -> None:
+    """A person's test imports the function the agent is to write (``gate commit --split``'s shape; natsort's
+    upstream #180 replayed): it cannot load at the base, which is a failure there, and the head that adds the
+    function passes it: ``parent_fail_cleared``, a person looks; never exit 2.  A head that does not add it fails
+    on both sides: the exit 2 above, naming the fix."""
+    test_tax = shop / "oracles/properties/test_tax.py"
+    text = "from shop.orders import gate_new_helper  # noqa: F401 (written by the patch)\n" + test_tax.read_text()
+    patch(shop, "main", "tdd-base", {"oracles/properties/test_tax.py": text}, agent=False, sign=True)
+    helper = (shop / "src/shop/orders.py").read_text() + "\n\ndef gate_new_helper() -> int:\n    return 1\n"
+    head = patch(shop, "t/tdd-base", "tdd-head", {"src/shop/orders.py": helper})
+    code, data = check(shop, "t/tdd-base", head)
+    got = props(data)
+    assert (code, data["decision"]) == (1, "review"), data
+    assert (got["prop.tax_round"]["verdict"], got["prop.tax_round"]["reason"]) == ("pass", "parent_fail_cleared")
+    assert (got["prop.order_total"]["verdict"], got["prop.order_total"]["reason"]) == ("pass", "both_pass")
+    missing = patch(shop, "t/tdd-base", "tdd-missing", {"src/shop/orders.py": orders_comment(shop)})
+    proc = gate(shop, "check", "--base", "t/tdd-base", "--head", missing)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cannot load its oracle at the base revision" in proc.stderr and "gate_new_helper" in proc.stderr
+
+
 def test_evidence_feeds_freeze_propose_and_open(shop: Path, tmp_path: Path) -> None:
     """check -> propose_freeze ticket -> a person opens the freeze from the evidence -> frozen."""
     build.git(shop, "checkout", "-q", "-B", "t/flaky2", "flaky")

@@ -259,11 +259,20 @@ def _independence(o: Outcome, policy: Policy, base_ledger: ledger.Ledger, now: d
     return o
 
 
+def unloadable(base_rows: Sequence[Row], head_rows: Sequence[Row]) -> set[str]:
+    """The properties whose oracle loads on neither side: the maintainer's configuration error (exit 2, named with its
+    fix).  One that cannot load at the base and loads on the head is a failure at the base, judged as any: its test
+    imports what the patch adds (``gate commit --split`` of a fix and the test that imports it), and the base is the
+    trusted revision, which no patch can make fail to load."""
+    loads_on_head = {r.prop for r in head_rows if not r.load_error}
+    return {r.prop for r in base_rows if r.load_error and r.prop not in loads_on_head}
+
+
 def _differential(o: Outcome, pair: diffrun.Pair, policy: Policy, base_ledger: ledger.Ledger,
                   now: dt.datetime, cov: CoverageReport | None = None) -> Outcome:
-    broken = sorted({r.prop for r in pair.base_rows if r.load_error})
+    broken = unloadable(pair.base_rows, pair.head_rows)
     if broken:
-        first = next(r for r in pair.base_rows if r.load_error)
+        first = next(r for r in pair.base_rows if r.prop in broken)
         raise UsageError(f"{first.prop} cannot load its oracle at the base revision: {first.error}",
                          "fix the property's imports in an oracle-only commit, then check again")
     edited = tuple(sorted(set(o.oracle_edited) | contract_moved(pair.contract)))
