@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -122,6 +124,46 @@ def test_no_trial_writes_every_entry_untried(repo: Path) -> None:
 ])
 def test_decide(sealed: list[str], shared: list[str] | None, how: str) -> None:
     assert trial.decide(sealed, shared).how == how
+
+
+def _spec(pid: str, hypothesis: bool) -> Any:
+    return SimpleNamespace(prop=SimpleNamespace(id=pid), seeds_apply=hypothesis)
+
+
+def test_in_process_runs_every_seed_only_for_a_hypothesis_entry_that_passed_the_first() -> None:
+    """An in-process run is a pytest session of its own: what fails at the first seed is left out without its other
+    seeds (it fails both ways whatever they give); a Hypothesis entry that passed there is run at every seed, and its
+    failure at a later seed still counts; a plain test runs at the first seed only."""
+    # (entry, seeds asked) -> (reasons, skip reason)
+    answers = {
+        ("fails_first", (11,)): (["fail AssertionError"], ""),
+        ("fails_later", (11,)): ([], ""), ("fails_later", (11, 29, 47)): (["fail Falsified at 29"], ""),
+        ("passes", (11,)): ([], "skipped at 11"), ("passes", (11, 29, 47)): ([], "skipped at 47"),
+        ("plain_passes", (11,)): ([], "a plain skip"),
+    }
+    asked: list[tuple[tuple[str, ...], tuple[int, ...]]] = []
+
+    def attempt(chosen: list[Any], at: Any) -> trial.Failing:
+        asked.append((tuple(s.prop.id for s in chosen), tuple(at)))
+        got = {s.prop.id: answers[(s.prop.id, tuple(at))] for s in chosen}
+        return {p: r for p, (r, _) in got.items()}, {p: why for p, (_, why) in got.items() if why}
+
+    retry = [_spec("fails_first", True), _spec("fails_later", True), _spec("passes", True),
+             _spec("plain_passes", False)]
+    failing, skips = trial.in_process(retry, [11, 29, 47], attempt)
+    assert asked == [(("fails_first", "fails_later", "passes", "plain_passes"), (11,)),
+                     (("fails_later", "passes"), (11, 29, 47))]
+    assert failing == {"fails_first": ["fail AssertionError"], "fails_later": ["fail Falsified at 29"],
+                       "passes": [], "plain_passes": []}
+    assert skips == {"passes": "skipped at 47", "plain_passes": "a plain skip"}
+    assert {p: trial.decide(["sealed"], r).how for p, r in failing.items()} == {
+        "fails_first": trial.LEFT_OUT, "fails_later": trial.LEFT_OUT, "passes": trial.SHARED,
+        "plain_passes": trial.SHARED}
+    asked.clear()  # one seed in the policy: one attempt; nothing to retry: none
+    assert trial.in_process(retry[:2], [11], attempt)[0] == {"fails_first": ["fail AssertionError"],
+                                                             "fails_later": []}
+    assert asked == [(("fails_first", "fails_later"), (11,))]
+    assert trial.in_process([], [11, 29], attempt) == ({}, {}) and len(asked) == 1
 
 
 def test_the_reason_is_one_short_line_and_the_shared_entry_still_parses() -> None:

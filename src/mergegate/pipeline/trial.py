@@ -27,7 +27,7 @@ chooses how the entries are written, and the maintainer commits them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,10 +122,10 @@ def run_trial(top: Path, entries: Sequence[tuple[catalog.Property, bytes]], poli
     tree = tree_info(top, policy, "work tree")
     seeds = policy.verdict.seeds
 
-    def failures(chosen: list[speclib.Spec]) -> dict[str, list[tuple[str, bool]]]:
-        """Each entry's failing rows: (reason, whether it failed only because a test skipped)."""
+    def failures(chosen: list[speclib.Spec], at: Sequence[int]) -> dict[str, list[tuple[str, bool]]]:
+        """Each entry's failing rows at the seeds ``at``: (reason, whether it failed only because a test skipped)."""
         with progress_bar() as progress:
-            rows = run_tasks([(tree, spec, seed) for spec, seed in plan(chosen, seeds)], policy, jobs, progress)
+            rows = run_tasks([(tree, spec, seed) for spec, seed in plan(chosen, at)], policy, jobs, progress)
         out: dict[str, list[tuple[str, bool]]] = {s.prop.id: [] for s in chosen}
         for row in rows:
             if row.status != "pass":
@@ -133,21 +133,41 @@ def run_trial(top: Path, entries: Sequence[tuple[catalog.Property, bytes]], poli
                                       row.witness.startswith("Skipped:")))
         return out
 
-    def attempt(chosen: list[speclib.Spec]) -> tuple[dict[str, list[str]], dict[str, str]]:
+    def attempt(chosen: list[speclib.Spec], at: Sequence[int] = seeds) -> Failing:
         """Failing reasons by entry; one that failed only by skips is tried again with ``allow_skip`` (its
         other tests must pass), and where that passes it has no failures and its skip reason is kept."""
-        first = failures(chosen)
+        first = failures(chosen, at)
         skipping = [_with(s, allow_skip=True) for s in chosen
                     if first[s.prop.id] and all(skipped for _, skipped in first[s.prop.id])]
-        again = failures(skipping) if skipping else {}
+        again = failures(skipping, at) if skipping else {}
         skips = {pid: first[pid][0][0] for pid, rows in again.items() if not rows}
         return {pid: [] if pid in skips else [r for r, _ in rows] for pid, rows in first.items()}, skips
 
     sealed, sealed_skips = attempt(specs)
     retry = [_with(s, isolation="shared") for s in specs if sealed[s.prop.id]]
-    shared, shared_skips = attempt(retry) if retry else ({}, {})
+    shared, shared_skips = in_process(retry, seeds, attempt)
     return {s.prop.id: decide(sealed[s.prop.id], shared.get(s.prop.id),
                               sealed_skips.get(s.prop.id) or shared_skips.get(s.prop.id, "")) for s in specs}
+
+
+Failing = tuple[dict[str, list[str]], dict[str, str]]  # failing reasons by entry; the skip reasons of those allowed
+Attempt = Callable[[list["Spec"], Sequence[int]], Failing]
+
+
+def in_process(retry: list[Spec], seeds: Sequence[int], attempt: Attempt) -> Failing:
+    """The entries that failed sealed, run in-process: first at the first seed alone, then, only for a Hypothesis
+    entry that passed there, at every seed.  An in-process run is a pytest session of its own (about 200 ms for
+    natsort's files: its test file rewritten afresh); one that fails at the first seed is left out whatever its other
+    seeds give (``decide``: it fails both ways), and a plain test runs at the first seed only in any case."""
+    if not retry:
+        return {}, {}
+    first, first_skips = attempt(retry, seeds[:1])
+    again = [s for s in retry if not first[s.prop.id] and s.seeds_apply] if len(seeds) > 1 else []
+    if not again:
+        return first, first_skips
+    rest, rest_skips = attempt(again, seeds)
+    kept = {pid: why for pid, why in first_skips.items() if pid not in rest}
+    return {**first, **rest}, {**kept, **rest_skips}
 
 
 def _with(spec: Spec, **change: Any) -> Spec:
