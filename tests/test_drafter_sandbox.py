@@ -340,9 +340,25 @@ def test_build_from_a_local_base_image_passes_doctor(tmp_path: Path, docker_engi
         assert f"image    {tag} built from sandbox/Dockerfile on mergegate-sandbox:latest" in out
         doctor = gate(tmp_path, "sandbox", "doctor", "--image", tag, check=0).stdout
         assert "FAIL" not in doctor and "ok       uid = 10001" in doctor
+        assert docker_engine.images.get(tag).labels[image.HYPOTHESIS_LABEL] == image.host_hypothesis()
         assert gate(tmp_path, "sandbox", "build", "--image", tag, "--if-missing", check=0).stdout.endswith("present\n")
     finally:
         docker_engine.images.remove(tag, force=True)
+
+
+def test_an_image_of_another_hypothesis_is_rebuilt_not_kept() -> None:
+    """``gate sandbox build --if-missing`` (``.ci/setup-docker.sh``) keeps an image only if a build now would make
+    the same one: a Hypothesis release the host picked up since makes ``gate sandbox doctor`` fail (``deps``) on the
+    old image, so it is rebuilt; an image from before the label says nothing of its Hypothesis and is rebuilt too."""
+    now = {image.FORMAT_LABEL: image.FORMAT, image.DOCKERFILE_LABEL: image.dockerfile_digest(),
+           image.HYPOTHESIS_LABEL: image.host_hypothesis()}
+    assert image.current(now) is None
+    older = {**now, image.HYPOTHESIS_LABEL: "6.0.0"}
+    assert image.current(older) == f"built with Hypothesis 6.0.0, the host has {image.host_hypothesis()}"
+    unlabelled = {k: v for k, v in now.items() if k != image.HYPOTHESIS_LABEL}
+    assert "built with Hypothesis (unknown)" in str(image.current(unlabelled))
+    assert image.current({**now, image.DOCKERFILE_LABEL: "0" * 64}) == "not built from this sandbox/Dockerfile"
+    assert image.current({}) == "not built from this sandbox/Dockerfile"
 
 
 def test_build_never_pulls_and_checks_its_sources(tmp_path: Path) -> None:

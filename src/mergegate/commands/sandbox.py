@@ -57,12 +57,11 @@ def _build(args: argparse.Namespace) -> int:
     client = sandbox.connect()
     if args.if_missing:
         try:
-            labels = client.images.get(tag).labels or {}
-            if (labels.get(image_mod.FORMAT_LABEL) == image_mod.FORMAT
-                    and labels.get(image_mod.DOCKERFILE_LABEL) == image_mod.dockerfile_digest()):
+            stale = image_mod.current(client.images.get(tag).labels or {})
+            if stale is None:
                 print(f"image    {tag} present")
                 return 0
-            print(f"image    {tag} present but not built from this sandbox/Dockerfile: rebuilding")
+            print(f"image    {tag} present but {stale}: rebuilding")
         except ImageNotFound:
             pass
     started = time.monotonic()

@@ -36,6 +36,7 @@ SITE = "usr/local/lib/python3.11/dist-packages"
 FORMAT = "3"  # 3: built from sandbox/Dockerfile; 2: no setuid or setgid file, /out mount point, project requirements
 FORMAT_LABEL = "mergegate.sandbox.format"  # set by the Dockerfile's LABEL (a test keeps the two equal)
 DOCKERFILE_LABEL = "mergegate.sandbox.dockerfile"  # the digest of the Dockerfile that built the image
+HYPOTHESIS_LABEL = "mergegate.sandbox.hypothesis"  # the Hypothesis baked in: the host's when it was built
 BASE_REPOSITORY = "mergegate-sandbox-base"
 
 
@@ -43,11 +44,25 @@ def cache_dir() -> Path:
     return Path(os.environ.get("GATE_SANDBOX_CACHE", "/var/cache/mergegate"))
 
 
-def requirements(extra: Sequence[str] = ()) -> list[str]:
-    """What the container needs: hypothesis pinned to the host's, black for the ghostwriter, the project's own."""
+def host_hypothesis() -> str:
     import hypothesis
 
-    return [f"hypothesis=={hypothesis.__version__}", "black", *extra]
+    return str(hypothesis.__version__)
+
+
+def requirements(extra: Sequence[str] = ()) -> list[str]:
+    """What the container needs: hypothesis pinned to the host's, black for the ghostwriter, the project's own."""
+    return [f"hypothesis=={host_hypothesis()}", "black", *extra]
+
+
+def current(labels: dict[str, str]) -> str | None:
+    """Why an image with ``labels`` is not the one a build would make now (None: it is): another format, another
+    ``sandbox/Dockerfile``, or another Hypothesis than the host's (``gate sandbox doctor`` requires the host's)."""
+    if labels.get(FORMAT_LABEL) != FORMAT or labels.get(DOCKERFILE_LABEL) != dockerfile_digest():
+        return "not built from this sandbox/Dockerfile"
+    if labels.get(HYPOTHESIS_LABEL) != host_hypothesis():
+        return f"built with Hypothesis {labels.get(HYPOTHESIS_LABEL) or '(unknown)'}, the host has {host_hypothesis()}"
+    return None
 
 
 def project_dependencies(top: Path) -> list[str]:
@@ -131,9 +146,7 @@ def wheelhouse(log: list[str], extra: Sequence[str] = ()) -> Path:
     wheels = cache_dir() / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     have = {p.name.split("-")[0].lower() for p in wheels.glob("*.whl")}
-    import hypothesis
-
-    pinned = any(p.name.startswith(f"hypothesis-{hypothesis.__version__}-") for p in wheels.glob("*.whl"))
+    pinned = any(p.name.startswith(f"hypothesis-{host_hypothesis()}-") for p in wheels.glob("*.whl"))
     if not (pinned and "black" in have) or extra:
         _run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(wheels),
               *requirements(extra)], "pip download")
@@ -220,7 +233,7 @@ def build_from_image(client: object, image: str, base: str, log: list[str], extr
             client.images.build(fileobj=buf, custom_context=True, tag=image, pull=False,  # type: ignore[attr-defined]
                                 network_mode="none", rm=True, forcerm=True,
                                 buildargs={"BASE": base, "SANDBOX_UID": str(SANDBOX_UID)},
-                                labels={DOCKERFILE_LABEL: dockerfile_digest()})
+                                labels={DOCKERFILE_LABEL: dockerfile_digest(), HYPOTHESIS_LABEL: host_hypothesis()})
         except BuildError as exc:
             raise InternalError(f"docker build failed: {exc.msg}") from None
     log.append(f"image    {image} built from sandbox/Dockerfile on {base}")
