@@ -182,10 +182,16 @@ def test_units_span_files_of_one_side() -> None:
     many = [task("/t", f"f{i // 20:02d}.py::test_{i}") for i in range(1000)]  # 1,000 Hypothesis tests in 50 files
     units = schedule.units(many, jobs=2)
     assert len(units) == 16 and sorted(i for u in units for i in u) == list(range(1000))
+    assert sorted({len(u) for u in units}) == [62, 63]  # 4,000 / 256 = 16 units, each an even share
     plain = [task("/t", f"f{i // 20:02d}.py::test_{i}", plain=True) for i in range(1000)]  # one example each
-    assert [len(u) for u in schedule.units(plain, jobs=2)] == [256, 256, 256, 232]
+    assert [len(u) for u in schedule.units(plain, jobs=2)] == [250, 250, 250, 250]  # not 256, 256, 256, 232
     mixed = [task("/t", "a.py::test_h"), *(task("/t", f"b.py::test_{i}", plain=True) for i in range(300))]
-    assert [len(u) for u in schedule.units(mixed, jobs=1)] == [253, 48]  # 1 x 4 + 252 x 1, then the rest
+    assert [len(u) for u in schedule.units(mixed, jobs=1)] == [149, 152]  # 304 / 2: 4 + 148 x 1, then 152 x 1
+    # Both sides' units of the same files, even: in the order of the sides, so two evaluators run the base's
+    # units together, then the head's, whose collectors read the asserts the base's rewrote (never two at once).
+    both = [task(side, f"f{i // 20:02d}.py::test_{i}", plain=True) for i in range(1000) for side in ("/b", "/h")]
+    assert [(both[u[0]][0].root.name, len(u)) for u in schedule.units(both, jobs=2)] == [
+        ("b", 250)] * 4 + [("h", 250)] * 4
 
 
 SAME = HEADER + """

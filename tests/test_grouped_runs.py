@@ -358,7 +358,7 @@ def test_units_group_split_and_isolate() -> None:
     assert schedule.GROUP_MAX == 64
     many = [task(f"a.py::test_{i}") for i in range(160)]
     units = schedule.units(many, jobs=2)
-    assert sorted(len(u) for u in units) == [32, 64, 64]
+    assert sorted(len(u) for u in units) == [53, 53, 54]  # 160 runs: three units (at most 64), even
     assert sorted(i for u in units for i in u) == list(range(160))
     assert [len(u) for u in schedule.units(many[:6], jobs=2)] == [3, 3]  # never leave an evaluator idle
     assert schedule.units(many[:6], jobs=1) == [list(range(6))]

@@ -54,9 +54,35 @@ def ls_index(cwd: str | Path | None = None) -> list[Entry]:
     return entries
 
 
+# Blobs this process has read, by repository and id: a check reads its catalog's entries and oracle files
+# three times (the catalog, the specs, each side's spec hashes).  An id names its content, so a kept blob
+# is the blob; keyed by the repository too, so a blob missing from one repository is still an error there.
+_KEPT: dict[tuple[str, str], bytes] = {}
+_KEPT_BYTES = [0]
+KEEP_BLOB, KEEP_ALL = 1 << 20, 64 << 20  # a blob over 1 MiB is never kept; past 64 MiB in all, start again
+
+
 def read_blobs(shas: Iterable[str], cwd: str | Path | None = None) -> Iterator[tuple[str, bytes]]:
-    """Stream ``(sha, content)`` for many blobs through one ``cat-file --batch``."""
-    wanted = list(dict.fromkeys(shas))
+    """Stream ``(sha, content)`` for many blobs through one ``cat-file --batch`` (those read before: kept)."""
+    where = os.path.abspath(cwd if cwd is not None else os.curdir)
+    wanted = []
+    for sha in dict.fromkeys(shas):
+        kept = _KEPT.get((where, sha))
+        if kept is None:
+            wanted.append(sha)
+        else:
+            yield sha, kept
+    for sha, data in _cat_file(wanted, cwd):
+        if len(data) <= KEEP_BLOB:
+            if _KEPT_BYTES[0] + len(data) > KEEP_ALL:
+                _KEPT.clear()
+                _KEPT_BYTES[0] = 0
+            _KEPT[(where, sha)] = data
+            _KEPT_BYTES[0] += len(data)
+        yield sha, data
+
+
+def _cat_file(wanted: list[str], cwd: str | Path | None) -> Iterator[tuple[str, bytes]]:
     if not wanted:
         return
     proc = subprocess.Popen(

@@ -9,7 +9,6 @@ stopped when the run ends, also on an interrupt.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 import tempfile
@@ -57,7 +56,7 @@ def for_every_seed(rows: Sequence[rowlib.Row], specs: Sequence[speclib.Spec],
     for row in rows:
         out.append(row)
         if row.prop in plain and seeds and row.seed == seeds[0]:
-            out.extend(dataclasses.replace(row, seed=seed) for seed in seeds[1:])
+            out.extend(rowlib.replaced(row, seed=seed) for seed in seeds[1:])
     return out
 
 
@@ -242,8 +241,8 @@ def units(tasks: Sequence[Task], jobs: int) -> list[list[int]]:
     Sealed runs of one tree and trusted revision are collected together, as one pytest session
     collects a suite (``trusted/group.py``): a unit's oracle files are collected once, file by file,
     at most ``GROUP_MAX`` Hypothesis runs to a unit, a plain test counting ``1 / GROUP_PLAIN`` of one
-    (a file's runs next to each other), and units are split further while there are fewer of them
-    than evaluators.  Isolation ``shared`` runs, and node ids of one file that select each other's
+    (a file's runs next to each other, the units of a tree of even cost), and units are split further
+    while there are fewer of them than evaluators.  Isolation ``shared`` runs, and node ids of one file that select each other's
     items, run alone.
     """
     groups: dict[tuple[Path, str], dict[str, list[int]]] = {}
@@ -255,16 +254,26 @@ def units(tasks: Sequence[Task], jobs: int) -> list[list[int]]:
         else:
             out.append([index])
     for by_file in groups.values():
+        files = sorted(by_file.items())
+        alone = {f for f, indices in files if group.overlapping(sorted({tasks[i][1].prop.oracle for i in indices}))}
+        # As many units as the bound needs, of even cost: a side's last unit no smaller than the others, so the
+        # base's and the head's units of the same files are not the two that run together at the end (each would
+        # rewrite the files' asserts: the second to start reads the first's, ``forks.prepare``).
+        limit = GROUP_MAX * GROUP_PLAIN
+        total = sum(_cost(tasks[i]) for f, indices in files if f not in alone for i in indices)
+        count = max(1, -(-total // limit))  # the units this group needs
         unit: list[int] = []
-        cost = 0
-        for _file, indices in sorted(by_file.items()):
-            if group.overlapping(sorted({tasks[i][1].prop.oracle for i in indices})):
+        cost = done = made = 0  # this unit's cost; the cost and number of the group's units before it
+        for file, indices in files:
+            if file in alone:
                 out.extend([i] for i in indices)
                 continue
             for i in indices:
                 each = _cost(tasks[i])
-                if unit and cost + each > GROUP_MAX * GROUP_PLAIN:
+                # A unit ends at its even share of the group (the next of ``count`` marks), or at the limit.
+                if unit and (cost + each > limit or (done + cost + each) * count > (made + 1) * total):
                     out.append(unit)
+                    done, made = done + cost, made + 1
                     unit, cost = [], 0
                 unit.append(i)
                 cost += each

@@ -89,6 +89,7 @@ _COMPARE_SHIFT = 5 if _VERSION >= (3, 13) else 4 if _VERSION >= (3, 12) else 0
 _JUMP_PAST_CACHES = _VERSION >= (3, 12)  # a relative jump counts from after the jump's inline caches
 _UNKNOWN = getattr(dis, "UNKNOWN", None)
 _FORMATS = (None, str, repr, ascii)
+_NEW = tuple.__new__
 
 
 def instructions(code: CodeType) -> list[Instruction]:
@@ -150,4 +151,5 @@ def _decode(code: CodeType) -> list[Instruction]:
                 argval = _FORMATS[arg]
         found.append((name, op, arg, argval, offset))
         offset = after
-    return [Instruction(name, op, arg, argval, offset, offset in labels) for name, op, arg, argval, offset in found]
+    make = _NEW  # ``tuple.__new__``: the named tuple's own ``__new__`` is a Python function, a call per instruction
+    return [make(Instruction, (name, op, arg, argval, at, at in labels)) for name, op, arg, argval, at in found]
