@@ -36,7 +36,9 @@ Then, side by side in one run (alternating, best of 3):
     not pytest-xdist).
 
 Prints the counts, both times, the ratio gate/pytest against the goal (<= 1.2x), and where the
-gate's time goes (from its evidence rows: per-row ``duration_s`` inside the evaluator child).
+gate's time goes (from its evidence rows: per-row ``duration_s`` inside the evaluator child), with the
+floor the runner's own rule sets: plain pytest's time plus one fresh production process per run
+(``bench/pingpong.py``'s twin, measured here in a process of its own) shared by the cores.
 
 With ``--plain``, the same bench on a suite of 1,000 plain tests in 50 files (``bench/catalog_import.py``'s
 generated suite: three calls into a small production package each; the head's line goes into
@@ -430,6 +432,12 @@ def main() -> None:
             print(f"    {kind:10s}: {sum(durations):6.2f}s in {len(group)} runs; per run median "
                   f"{statistics.median(durations) * 1000:.0f} ms, min {min(durations) * 1000:.0f} ms, "
                   f"max {max(durations) * 1000:.0f} ms")
+    twin_us, twin_mb = fresh_process_floor()
+    rule_s = pytest_s + len(real) * twin_us / 1e6 / jobs
+    print(f"  the rule's own floor: a fresh production process per run (`bench/pingpong.py`'s twin: fork, one request, "
+          f"exit: {twin_us / 1000:.2f} ms on one core for a {twin_mb:.0f} MB process) x {len(real)} runs over {jobs} "
+          f"cores = {len(real) * twin_us / 1e6 / jobs:.2f}s more than plain pytest: with nothing else the gate would "
+          f"take {rule_s:.2f}s = {rule_s / pytest_s:.2f}x")
     floor = min(r["duration_s"] for r in real)
     print(f"    a per-run floor (the fastest run, {floor * 1000:.0f} ms) x {len(real)} runs = {floor * len(real):.2f}s "
           f"of child time ({floor * len(real) / child:.0%}) that is a fixed cost, not the tests' own work")
@@ -452,6 +460,16 @@ def main() -> None:
           f"plain {', '.join(f'{t:.2f}' for t in sorted(pyt['plain']))}s; sum {sum(map(sum, pyt.values())):.2f}s")
     print(f"bench wall time (after download): {time.perf_counter() - bench_started:.0f}s; load average at the end "
           f"{os.getloadavg()[0]:.2f} (a shared machine: a high one means noisy numbers)")
+
+
+def fresh_process_floor() -> tuple[float, float]:
+    """``bench/pingpong.py``'s twin (us a fork, request and exit on one core; the forking process's MB), in a
+    process of its own: it pins itself to one core."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import pingpong; "
+            "print(*pingpong.twin(300, sorted(pingpong.os.sched_getaffinity(0))[0]))")
+    out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], check=True, capture_output=True,
+                         text=True).stdout.split()
+    return float(out[0]), float(out[1])
 
 
 if __name__ == "__main__":

@@ -242,8 +242,8 @@ def units(tasks: Sequence[Task], jobs: int) -> list[list[int]]:
     collects a suite (``trusted/group.py``): a unit's oracle files are collected once, file by file,
     at most ``GROUP_MAX`` Hypothesis runs to a unit, a plain test counting ``1 / GROUP_PLAIN`` of one
     (a file's runs next to each other, the units of a tree of even cost), and units are split further
-    while there are fewer of them than evaluators.  Isolation ``shared`` runs, and node ids of one file that select each other's
-    items, run alone.
+    while there are fewer of them than evaluators.  Isolation ``shared`` runs, and node ids of one file
+    that select each other's items, run alone.
     """
     groups: dict[tuple[Path, str], dict[str, list[int]]] = {}
     out: list[list[int]] = []
