@@ -60,8 +60,9 @@ def current(labels: dict[str, str]) -> str | None:
     ``sandbox/Dockerfile``, or another Hypothesis than the host's (``gate sandbox doctor`` requires the host's)."""
     if labels.get(FORMAT_LABEL) != FORMAT or labels.get(DOCKERFILE_LABEL) != dockerfile_digest():
         return "not built from this sandbox/Dockerfile"
-    if labels.get(HYPOTHESIS_LABEL) != host_hypothesis():
-        return f"built with Hypothesis {labels.get(HYPOTHESIS_LABEL) or '(unknown)'}, the host has {host_hypothesis()}"
+    host = host_hypothesis()
+    if labels.get(HYPOTHESIS_LABEL) != host:
+        return f"built with Hypothesis {labels.get(HYPOTHESIS_LABEL) or '(unknown)'}, the host has {host}"
     return None
 
 
